@@ -1,0 +1,168 @@
+// Command tt-media-server is the media inference server: it loads the settings, builds the
+// runners, the scheduler and the HTTP server, and stops gracefully on SIGINT/SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
+	"github.com/tenstorrent/tt-media-server-go/server"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "tt-media-server:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "help":
+			fmt.Fprintln(stderr, "usage: tt-media-server   (configured by environment variables; see README.md)")
+			return nil
+		default:
+			return fmt.Errorf("unknown argument %q (the server is configured by environment variables; see README.md)", args[0])
+		}
+	}
+	settings, err := config.Load(".", mockMode)
+	if err != nil {
+		return err
+	}
+	log, closeLog, err := newLogger(settings, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	reg := runners.NewRegistry()
+	mock.Register(reg)
+	service, err := reg.Service(settings.ModelRunner)
+	if err != nil {
+		return err
+	}
+	if service == "" || settings.ModelRunner == "mock" {
+		service = runners.Service(settings.Service())
+	}
+
+	if mockMode {
+		log.Warn("MOCK-DEVICE MODE: devices are SIMULATED; outputs are not real model inference",
+			"mock_devices", settings.MockDevicesCount, "worker_groups", len(settings.DeviceGroups))
+	}
+	log.Info("starting tt-media-server", "settings", settings.Redacted())
+
+	sched := scheduler.New(scheduler.Config{
+		Groups:        settings.DeviceGroups,
+		QueueSize:     settings.MaxQueueSize,
+		MaxBatchSize:  settings.MaxBatchSize,
+		StartDelay:    settings.NewDeviceDelay,
+		Timeout:       settings.InferenceTimeout,
+		MaxRestarts:   settings.MaxWorkerRestarts,
+		RestartDelay:  settings.ResetDeviceSleep,
+		CheckInterval: settings.WorkerCheckInterval,
+		Reset:         resetDevices(settings, log),
+		Logger:        log,
+	}, func(g config.DeviceGroup) (runners.Runner, error) {
+		return reg.New(settings.ModelRunner, runners.WorkerSpec{
+			WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings,
+		})
+	})
+
+	srv := server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Logger: log, Mock: mockMode})
+	addr := net.JoinHostPort(settings.Host, strconv.Itoa(settings.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SERVICE_HOST/SERVICE_PORT): %w", addr, err)
+	}
+	httpSrv := srv.HTTPServer(addr)
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	sched.Start(ctx)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "service", string(service), "runner", settings.ModelRunner)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	stop()
+	log.Info("shutting down: no new requests; finishing in-flight work", "grace", settings.ShutdownGrace)
+	grace, cancel := context.WithTimeout(context.Background(), settings.ShutdownGrace)
+	defer cancel()
+	// Stop the scheduler first so queued work is answered (or refused) while connections
+	// are still open, then close the listener and wait for the handlers to write.
+	schedErr := make(chan error, 1)
+	go func() { schedErr <- sched.Stop(grace) }()
+	httpErr := httpSrv.Shutdown(grace)
+	if err := <-schedErr; err != nil {
+		log.Warn("scheduler stop", "err", err)
+	}
+	if httpErr != nil && !errors.Is(httpErr, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", httpErr)
+		_ = httpSrv.Close()
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// resetDevices returns the device-reset hook: simulated in mock-device mode, the
+// RESET_DEVICE_COMMAND otherwise.
+func resetDevices(s *config.Settings, log *slog.Logger) scheduler.ResetFunc {
+	return func(ctx context.Context, groups []config.DeviceGroup) error {
+		ids := make([]string, 0, len(groups))
+		for _, g := range groups {
+			ids = append(ids, g.ID)
+		}
+		if mockMode {
+			log.Info("simulated device reset", "groups", ids)
+			return nil
+		}
+		return runResetCommand(ctx, s.ResetDeviceCommand, ids, log)
+	}
+}
+
+// newLogger builds the process logger from LOG_LEVEL and LOG_FILE.
+func newLogger(s *config.Settings, stderr io.Writer) (*slog.Logger, func(), error) {
+	var level slog.Level
+	switch strings.ToUpper(s.LogLevel) {
+	case "DEBUG":
+		level = slog.LevelDebug
+	case "WARNING", "WARN":
+		level = slog.LevelWarn
+	case "ERROR", "CRITICAL", "FATAL":
+		level = slog.LevelError
+	default:
+		level = slog.LevelInfo
+	}
+	w := stderr
+	closeFn := func() {}
+	if s.LogFile != "" {
+		f, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return nil, nil, fmt.Errorf("LOG_FILE=%q: %w", s.LogFile, err)
+		}
+		w = io.MultiWriter(stderr, f)
+		closeFn = func() { _ = f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+}
+

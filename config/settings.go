@@ -1,0 +1,180 @@
+// Package config loads the server's settings from the environment and a .env file, with the
+// same variable names, defaults and MODEL x DEVICE presets as the Python tt-media-server, and
+// validates them so that a bad configuration fails at start-up with one clear line.
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// DeviceGroup is one worker's devices, as parsed from DEVICE_IDS: "(0,1)" → ID "0,1",
+// Devices [0 1]. An empty ID (DEVICE_IDS="") means "all visible devices".
+type DeviceGroup struct {
+	ID      string
+	Devices []int
+}
+
+// MeshShape is rows x cols of a device mesh.
+type MeshShape struct {
+	Rows int
+	Cols int
+}
+
+// Chips is the number of chips the mesh spans (rows*cols).
+func (m MeshShape) Chips() int { return m.Rows * m.Cols }
+
+// String formats the mesh as Python prints the tuple: "(2,4)".
+func (m MeshShape) String() string { return fmt.Sprintf("(%d,%d)", m.Rows, m.Cols) }
+
+// Settings is the process configuration. Field comments name the environment variable.
+type Settings struct {
+	// Mock is true in mock-device mode (every build without the ttnn tag). Not an env var.
+	Mock bool
+
+	// Model selection.
+	ModelRunner                   string // MODEL_RUNNER, default "tt-sdxl-trace"
+	ModelService                  string // MODEL_SERVICE: image|audio|cnn; deduced from the runner when empty
+	Model                         string // MODEL (with DEVICE selects a preset)
+	Device                        string // DEVICE: n150|n300|t3k|galaxy
+	ModelWeightsPath              string // MODEL_WEIGHTS_PATH ("" = the runner's default)
+	PreprocessingModelWeightsPath string // PREPROCESSING_MODEL_WEIGHTS_PATH ("" = pyannote/speaker-diarization-3.0)
+
+	// Devices.
+	DeviceIDs            string        // DEVICE_IDS as used (the default or preset when not set explicitly)
+	DeviceGroups         []DeviceGroup // parsed DEVICE_IDS: one worker per group
+	IsGalaxy             bool          // IS_GALAXY, default false
+	DeviceMeshShape      MeshShape     // DEVICE_MESH_SHAPE, after TP2/SD_3_5_* overrides
+	TraceRegionSize      int           // TRACE_REGION_SIZE, default 34541598
+	ResetDeviceCommand   string        // RESET_DEVICE_COMMAND, default "tt-smi -r"
+	ResetDeviceSleep     time.Duration // RESET_DEVICE_SLEEP_TIME (seconds, float), default 5
+	MockDevicesCount     int           // MOCK_DEVICES_COUNT, default 5: chips of the simulated machine
+	NewDeviceDelay       time.Duration // NEW_DEVICE_DELAY_SECONDS, default 30 (0 in mock mode unless set)
+	MaxWorkerRestarts    int           // MAX_WORKER_RESTART_COUNT, default 5
+	WorkerCheckInterval  time.Duration // WORKER_CHECK_SLEEP_TIMEOUT (seconds, float), default 30
+	AllowDeepReset       bool          // ALLOW_DEEP_RESET, default false
+	DefaultThrottleLevel string        // DEFAULT_THROTTLE_LEVEL, default "5" (TT_MM_THROTTLE_PERF; "" = unset)
+
+	// Queueing.
+	MaxQueueSize     int           // MAX_QUEUE_SIZE, default 64
+	MaxBatchSize     int           // MAX_BATCH_SIZE, default 1
+	InferenceTimeout time.Duration // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
+
+	// Image.
+	NumInferenceSteps int    // NUM_INFERENCE_STEPS, default 20
+	ImageReturnFormat string // IMAGE_RETURN_FORMAT: JPEG (default) or PNG, upper-cased
+	ImageQuality      int    // IMAGE_QUALITY, default 85, 1..100
+
+	// Audio.
+	MaxAudioDuration                  float64 // MAX_AUDIO_DURATION_SECONDS (60)
+	MaxAudioDurationWithPreprocessing float64 // MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS (300)
+	MaxAudioSizeBytes                 int64   // MAX_AUDIO_SIZE_BYTES (52428800)
+	DefaultSampleRate                 int     // DEFAULT_SAMPLE_RATE (16000)
+	AllowAudioPreprocessing           bool    // ALLOW_AUDIO_PREPROCESSING (true)
+
+	// Mock device latency model (mock-device mode only).
+	MockWarmup       time.Duration // MOCK_WARMUP_SECONDS, default 1.0
+	MockStepLatency  time.Duration // MOCK_STEP_SECONDS: per denoising step, default 0.05
+	MockAudioLatency time.Duration // MOCK_AUDIO_SECONDS_PER_SECOND: per second of audio, default 0.02
+	MockImageLatency time.Duration // MOCK_CNN_SECONDS: per classified image, default 0.005
+
+	// Logging.
+	LogLevel    string // LOG_LEVEL, default INFO; upper-cased, one of DEBUG INFO WARNING WARN ERROR CRITICAL FATAL NOTSET
+	LogFile     string // LOG_FILE ("" = console only)
+	Environment string // ENVIRONMENT, default "development"
+
+	// HTTP and auth.
+	Host          string        // SERVICE_HOST, default 0.0.0.0
+	Port          int           // SERVICE_PORT, default 8000 (0 = any free port)
+	APIKey        string        // API_KEY, default "your-secret-key"
+	JWTSecret     string        // JWT_SECRET: when set, HS256 bearer tokens signed with it are accepted
+	JWTRequireExp bool          // JWT_REQUIRE_EXP: reject tokens without exp, default false
+	HFToken       string        // HF_TOKEN (accepted for compatibility; never logged)
+	ShutdownGrace time.Duration // SHUTDOWN_GRACE_SECONDS, default 30
+
+	// Raw mesh overrides as read (for liveness/diagnostics): "true", case-insensitively.
+	TP2, SD35Base, SD35Fast bool
+}
+
+// Service is the API family this process mounts: "image", "audio" or "cnn". Load always fills
+// ModelService; for a hand-built Settings it falls back to the runner's service ("" if unknown).
+func (s *Settings) Service() string {
+	if s.ModelService != "" {
+		return s.ModelService
+	}
+	svc, err := ServiceForRunner(s.ModelRunner)
+	if err != nil {
+		return ""
+	}
+	return svc
+}
+
+// redactedMark replaces a secret that is set.
+const redactedMark = "***"
+
+func redact(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return redactedMark
+}
+
+// Redacted returns every setting keyed by its environment variable name, for a start-up log
+// line. API_KEY, JWT_SECRET and HF_TOKEN read "***" when set ("" when not). Durations are float
+// seconds; DEVICE_MESH_SHAPE is "(rows,cols)"; DEVICE_GROUPS (derived) lists the worker ids.
+func (s *Settings) Redacted() map[string]any {
+	groups := make([]string, len(s.DeviceGroups))
+	for i, g := range s.DeviceGroups {
+		groups[i] = g.ID
+	}
+	return map[string]any{
+		"MOCK_MODE":                         s.Mock,
+		"MODEL_RUNNER":                      s.ModelRunner,
+		"MODEL_SERVICE":                     s.Service(),
+		"MODEL":                             s.Model,
+		"DEVICE":                            s.Device,
+		"MODEL_WEIGHTS_PATH":                s.ModelWeightsPath,
+		"PREPROCESSING_MODEL_WEIGHTS_PATH":  s.PreprocessingModelWeightsPath,
+		"DEVICE_IDS":                        s.DeviceIDs,
+		"DEVICE_GROUPS":                     groups,
+		"IS_GALAXY":                         s.IsGalaxy,
+		"DEVICE_MESH_SHAPE":                 s.DeviceMeshShape.String(),
+		"TRACE_REGION_SIZE":                 s.TraceRegionSize,
+		"RESET_DEVICE_COMMAND":              s.ResetDeviceCommand,
+		"RESET_DEVICE_SLEEP_TIME":           s.ResetDeviceSleep.Seconds(),
+		"MOCK_DEVICES_COUNT":                s.MockDevicesCount,
+		"NEW_DEVICE_DELAY_SECONDS":          s.NewDeviceDelay.Seconds(),
+		"MAX_WORKER_RESTART_COUNT":          s.MaxWorkerRestarts,
+		"WORKER_CHECK_SLEEP_TIMEOUT":        s.WorkerCheckInterval.Seconds(),
+		"ALLOW_DEEP_RESET":                  s.AllowDeepReset,
+		"DEFAULT_THROTTLE_LEVEL":            s.DefaultThrottleLevel,
+		"MAX_QUEUE_SIZE":                    s.MaxQueueSize,
+		"MAX_BATCH_SIZE":                    s.MaxBatchSize,
+		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": s.InferenceTimeout.Seconds(),
+		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,
+		"IMAGE_RETURN_FORMAT":               s.ImageReturnFormat,
+		"IMAGE_QUALITY":                     s.ImageQuality,
+		"MAX_AUDIO_DURATION_SECONDS":        s.MaxAudioDuration,
+		"MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS": s.MaxAudioDurationWithPreprocessing,
+		"MAX_AUDIO_SIZE_BYTES":                          s.MaxAudioSizeBytes,
+		"DEFAULT_SAMPLE_RATE":                           s.DefaultSampleRate,
+		"ALLOW_AUDIO_PREPROCESSING":                     s.AllowAudioPreprocessing,
+		"MOCK_WARMUP_SECONDS":                           s.MockWarmup.Seconds(),
+		"MOCK_STEP_SECONDS":                             s.MockStepLatency.Seconds(),
+		"MOCK_AUDIO_SECONDS_PER_SECOND":                 s.MockAudioLatency.Seconds(),
+		"MOCK_CNN_SECONDS":                              s.MockImageLatency.Seconds(),
+		"LOG_LEVEL":                                     s.LogLevel,
+		"LOG_FILE":                                      s.LogFile,
+		"ENVIRONMENT":                                   s.Environment,
+		"SERVICE_HOST":                                  s.Host,
+		"SERVICE_PORT":                                  s.Port,
+		"API_KEY":                                       redact(s.APIKey),
+		"JWT_SECRET":                                    redact(s.JWTSecret),
+		"JWT_REQUIRE_EXP":                               s.JWTRequireExp,
+		"HF_TOKEN":                                      redact(s.HFToken),
+		"SHUTDOWN_GRACE_SECONDS":                        s.ShutdownGrace.Seconds(),
+		"TP2":                                           s.TP2,
+		"SD_3_5_BASE":                                   s.SD35Base,
+		"SD_3_5_FAST":                                   s.SD35Fast,
+	}
+}

@@ -1,0 +1,71 @@
+package runners
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+)
+
+// WorkerSpec tells a runner factory which device group it drives.
+type WorkerSpec struct {
+	// WorkerID is the device group as written in DEVICE_IDS ("0", "0,1"; "" = all devices).
+	WorkerID string
+	// Devices are the chip ids of the group.
+	Devices []int
+	// Mesh is the mesh the worker opens on its group.
+	Mesh config.MeshShape
+	// Settings are the process settings (read-only).
+	Settings *config.Settings
+}
+
+// Factory builds a runner for one device group. It must not touch the device; Warmup does.
+type Factory func(spec WorkerSpec) (Runner, error)
+
+// entry is one registered MODEL_RUNNER.
+type entry struct {
+	service Service
+	factory Factory
+}
+
+// Registry maps MODEL_RUNNER names to runner factories.
+type Registry struct {
+	entries map[string]entry
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{entries: map[string]entry{}} }
+
+// Register adds a runner under name, serving service. A second registration replaces the first.
+func (r *Registry) Register(name string, service Service, f Factory) {
+	r.entries[name] = entry{service: service, factory: f}
+}
+
+// Names lists the registered runner names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.entries))
+	for n := range r.entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Service tells which API family the named runner serves.
+func (r *Registry) Service(name string) (Service, error) {
+	e, ok := r.entries[name]
+	if !ok {
+		return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownRunner, name, strings.Join(r.Names(), ", "))
+	}
+	return e.service, nil
+}
+
+// New builds the named runner for one device group.
+func (r *Registry) New(name string, spec WorkerSpec) (Runner, error) {
+	e, ok := r.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownRunner, name, strings.Join(r.Names(), ", "))
+	}
+	return e.factory(spec)
+}

@@ -1,0 +1,144 @@
+// Package runners defines the Runner interface every model family implements, the typed
+// requests and results that flow between the HTTP layer and the device workers, and the
+// registry that maps MODEL_RUNNER names to runner factories (the Python server's "runner
+// fabric"). Runners never see HTTP; they see typed requests and a device.
+package runners
+
+import (
+	"context"
+	"errors"
+	"image"
+)
+
+// Service is the API family a runner serves; exactly one is mounted per process.
+type Service string
+
+// The three API families of the Python server.
+const (
+	ServiceImage Service = "image"
+	ServiceAudio Service = "audio"
+	ServiceCNN   Service = "cnn"
+)
+
+// ErrUnknownRunner is returned by the registry for a MODEL_RUNNER it does not know.
+var ErrUnknownRunner = errors.New("unknown model runner")
+
+// ErrBadRequest marks runner-side rejections of a request that the HTTP layer could not
+// check up front (e.g. both timesteps and sigmas); the server answers 400 for them.
+var ErrBadRequest = errors.New("bad request")
+
+// Task is one request handed to a runner inside a batch.
+type Task struct {
+	// Ctx is the request's own context: its deadline and the client's disconnect. A runner
+	// checks it at every step boundary and stops that task early when it is done.
+	Ctx context.Context
+	// Request is one of *ImageRequest, *AudioRequest, *CNNRequest.
+	Request any
+	// Emit delivers a streaming chunk to the client; nil when the request does not stream.
+	// It returns an error when the client has gone; the runner should then stop the task.
+	Emit func(chunk any) error
+}
+
+// Outcome is the terminal result of one task: Value is *ImageResult, *TranscriptionResult
+// or *CNNResult, or Err says why it failed.
+type Outcome struct {
+	Value any
+	Err   error
+}
+
+// Runner is the host-side pipeline of one model family on one device group.
+// A runner is used by exactly one worker goroutine; it needs no locking of its own.
+type Runner interface {
+	// Warmup opens the device, loads the model and runs one warm-up inference.
+	Warmup(ctx context.Context) error
+	// Run executes a batch. It returns exactly len(tasks) outcomes, in order.
+	Run(ctx context.Context, tasks []Task) []Outcome
+	// Close releases the device. It is safe to call after a failed Warmup.
+	Close() error
+}
+
+// ImageRequest is a text-to-image request (SDXL, SD3.5), validated by the server.
+type ImageRequest struct {
+	Prompt            string
+	NegativePrompt    string
+	Prompt2           string
+	NegativePrompt2   string
+	NumInferenceSteps int
+	Seed              *int64
+	GuidanceScale     float64
+	GuidanceRescale   float64
+	CropCoordsTopLeft [2]float64
+	Timesteps         []float64
+	Sigmas            []float64
+}
+
+// ImageResult holds the generated images, in request order.
+type ImageResult struct {
+	Images []image.Image
+}
+
+// Span is a stretch of audio in seconds.
+type Span struct {
+	Start float64
+	End   float64
+}
+
+// AudioRequest is a transcription request: decoded audio, 16 kHz mono float32.
+type AudioRequest struct {
+	Samples    []float32
+	SampleRate int
+	// Duration of Samples in seconds.
+	Duration float64
+	// Segments are the speech stretches found by pre-processing (VAD); nil when
+	// pre-processing is off, in which case the whole audio is one piece.
+	Segments []Span
+	Stream   bool
+}
+
+// TranscriptionSegment is one speech segment of a transcription (the Python server's
+// TranscriptionSegment).
+type TranscriptionSegment struct {
+	ID        int     `json:"id"`
+	Speaker   string  `json:"speaker"`
+	StartTime float64 `json:"start_time"`
+	EndTime   float64 `json:"end_time"`
+	Text      string  `json:"text"`
+}
+
+// TranscriptionResult is the final transcription (the Python server's TranscriptionResponse).
+type TranscriptionResult struct {
+	Text         string                 `json:"text"`
+	Task         string                 `json:"task"`
+	Language     string                 `json:"language"`
+	Duration     float64                `json:"duration"`
+	Segments     []TranscriptionSegment `json:"segments,omitempty"`
+	SpeakerCount int                    `json:"speaker_count,omitempty"`
+	Speakers     []string               `json:"speakers,omitempty"`
+}
+
+// TranscriptChunk is one streamed piece of a transcription.
+type TranscriptChunk struct {
+	Text    string `json:"text"`
+	ChunkID int    `json:"chunk_id"`
+}
+
+// CNNRequest is an image-classification request.
+type CNNRequest struct {
+	Image image.Image
+	// TopK is how many classes to report (default 3).
+	TopK int
+	// MinConfidence in percent (0-100): classes below it are left out of the top-k list.
+	MinConfidence float64
+}
+
+// Classification is one class with its probability in [0,1].
+type Classification struct {
+	Label       string
+	Index       int
+	Probability float64
+}
+
+// CNNResult is the ranked classes of one image, best first (at least the top-1 class).
+type CNNResult struct {
+	Top []Classification
+}

@@ -1,0 +1,360 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeRunner is a device-boundary fake: it records what reached the "device".
+type fakeRunner struct {
+	warmErr error
+	gate    chan struct{} // when set, Run waits for a token per batch (or the job's ctx)
+	panicOn string        // a request equal to this makes Run panic
+	seen    *sync.Map     // request → batch size it ran in
+	runs    *atomic.Int64
+	closed  atomic.Bool
+}
+
+func (f *fakeRunner) Warmup(ctx context.Context) error { return f.warmErr }
+func (f *fakeRunner) Close() error                     { f.closed.Store(true); return nil }
+func (f *fakeRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
+	f.runs.Add(1)
+	out := make([]runners.Outcome, len(tasks))
+	if f.gate != nil {
+		if tasks[0].Request == "blocker" { // holds the device whatever its deadline says
+			<-f.gate
+		} else {
+			select {
+			case <-f.gate:
+			case <-tasks[0].Ctx.Done():
+			}
+		}
+	}
+	for i, t := range tasks {
+		if t.Request == f.panicOn && f.panicOn != "" {
+			panic("boom")
+		}
+		f.seen.Store(t.Request, len(tasks))
+		if err := t.Ctx.Err(); err != nil {
+			out[i] = runners.Outcome{Err: err}
+			continue
+		}
+		if t.Emit != nil {
+			if err := t.Emit("chunk:" + fmt.Sprint(t.Request)); err != nil {
+				out[i] = runners.Outcome{Err: err}
+				continue
+			}
+		}
+		out[i] = runners.Outcome{Value: "done:" + fmt.Sprint(t.Request)}
+	}
+	return out
+}
+
+type harness struct {
+	s     *Scheduler
+	seen  *sync.Map
+	runs  *atomic.Int64
+	made  atomic.Int64
+	gate  chan struct{}
+	fails atomic.Int64 // warm-ups still to fail
+}
+
+func newHarness(t *testing.T, cfg Config, gated bool, panicOn string) *harness {
+	t.Helper()
+	h := &harness{seen: &sync.Map{}, runs: &atomic.Int64{}}
+	if gated {
+		h.gate = make(chan struct{}, 100)
+	}
+	if cfg.Groups == nil {
+		cfg.Groups = []config.DeviceGroup{{ID: "0", Devices: []int{0}}}
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = 8
+	}
+	h.s = New(cfg, func(g config.DeviceGroup) (runners.Runner, error) {
+		h.made.Add(1)
+		r := &fakeRunner{gate: h.gate, panicOn: panicOn, seen: h.seen, runs: h.runs}
+		if h.fails.Load() > 0 {
+			h.fails.Add(-1)
+			r.warmErr = errors.New("device did not come up")
+		}
+		return r, nil
+	})
+	return h
+}
+
+func (h *harness) start(t *testing.T) {
+	t.Helper()
+	h.s.Start(context.Background())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.s.Stop(ctx)
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestSubmitBeforeReadyIsRefused(t *testing.T) {
+	h := newHarness(t, Config{}, false, "")
+	_, err := h.s.Submit(context.Background(), "a", nil)
+	require.ErrorIs(t, err, ErrNotReady)
+}
+
+func TestSubmitReturnsResultAndStreams(t *testing.T) {
+	h := newHarness(t, Config{}, false, "")
+	h.start(t)
+	waitFor(t, "ready", h.s.Ready)
+
+	v, err := h.s.Submit(context.Background(), "a", nil)
+	require.NoError(t, err)
+	require.Equal(t, "done:a", v)
+
+	var chunks []any
+	v, err = h.s.Submit(context.Background(), "b", func(c any) error { chunks = append(chunks, c); return nil })
+	require.NoError(t, err)
+	require.Equal(t, "done:b", v)
+	require.Equal(t, []any{"chunk:b"}, chunks)
+}
+
+func TestQueueFullAndRetryAfter(t *testing.T) {
+	h := newHarness(t, Config{QueueSize: 2}, true, "")
+	h.start(t)
+	waitFor(t, "ready", h.s.Ready)
+
+	errs := make(chan error, 3)
+	for _, r := range []string{"running", "q1", "q2"} {
+		go func() { _, err := h.s.Submit(context.Background(), r, nil); errs <- err }()
+		if r == "running" {
+			waitFor(t, "first job running", func() bool { return h.runs.Load() == 1 })
+		}
+	}
+	waitFor(t, "queue filled", func() bool { return h.s.QueueLen() == 2 })
+	_, err := h.s.Submit(context.Background(), "overflow", nil)
+	require.ErrorIs(t, err, ErrQueueFull)
+	ra := h.s.RetryAfter()
+	require.GreaterOrEqual(t, ra, time.Second)
+	require.LessOrEqual(t, ra, 120*time.Second)
+
+	for range 3 {
+		h.gate <- struct{}{}
+	}
+	for range 3 {
+		require.NoError(t, <-errs)
+	}
+	_, ran := h.seen.Load("overflow")
+	require.False(t, ran, "a refused job must never reach the device")
+}
+
+func TestDeadlineAndCancelWhileQueuedSpendNoDeviceTime(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctx     func() (context.Context, context.CancelFunc)
+		timeout time.Duration
+		wantErr error
+	}{
+		{"server timeout", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, 50 * time.Millisecond, ErrTimeout},
+		{"client deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, time.Minute, ErrTimeout},
+		{"client gone", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}, time.Minute, context.Canceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Timeout: tc.timeout}, true, "")
+			h.start(t)
+			waitFor(t, "ready", h.s.Ready)
+			blocker := make(chan error, 1)
+			go func() { _, err := h.s.Submit(context.Background(), "blocker", nil); blocker <- err }()
+			waitFor(t, "blocker running", func() bool { return h.runs.Load() == 1 })
+
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			_, err := h.s.Submit(ctx, "waiting", nil)
+			require.ErrorIs(t, err, tc.wantErr)
+			require.Less(t, time.Since(start), 2*time.Second)
+			require.Equal(t, 0, h.s.QueueLen(), "the expired job must leave the queue at once")
+
+			h.gate <- struct{}{}
+			<-blocker
+			h.gate <- struct{}{}
+			time.Sleep(20 * time.Millisecond)
+			_, ran := h.seen.Load("waiting")
+			require.False(t, ran, "an expired job must never reach the device")
+		})
+	}
+}
+
+func TestRunningJobTimesOut(t *testing.T) {
+	h := newHarness(t, Config{Timeout: 50 * time.Millisecond}, true, "")
+	h.start(t)
+	waitFor(t, "ready", h.s.Ready)
+	_, err := h.s.Submit(context.Background(), "slow", nil)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.Contains(t, err.Error(), "50ms")
+}
+
+func TestGreedyBatching(t *testing.T) {
+	h := newHarness(t, Config{MaxBatchSize: 3}, true, "")
+	h.start(t)
+	waitFor(t, "ready", h.s.Ready)
+	var wg sync.WaitGroup
+	submit := func(r string) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, err := h.s.Submit(context.Background(), r, nil); require.NoError(t, err) }()
+	}
+	submit("first")
+	waitFor(t, "first running", func() bool { return h.runs.Load() == 1 })
+	for _, r := range []string{"b1", "b2", "b3", "b4"} {
+		submit(r)
+	}
+	waitFor(t, "4 queued", func() bool { return h.s.QueueLen() == 4 })
+	for range 3 {
+		h.gate <- struct{}{}
+	}
+	wg.Wait()
+	size := func(r string) int { v, _ := h.seen.Load(r); return v.(int) }
+	require.Equal(t, 1, size("first"))
+	sizes := map[int]int{}
+	for _, r := range []string{"b1", "b2", "b3", "b4"} {
+		sizes[size(r)]++
+	}
+	require.Equal(t, map[int]int{3: 3, 1: 1}, sizes, "4 queued jobs run as a batch of 3 and a batch of 1")
+}
+
+func TestRunnerPanicFailsBatchAndWorkerRecovers(t *testing.T) {
+	h := newHarness(t, Config{MaxRestarts: 3}, false, "bad")
+	h.start(t)
+	waitFor(t, "ready", h.s.Ready)
+	_, err := h.s.Submit(context.Background(), "bad", nil)
+	require.ErrorIs(t, err, ErrWorkerFailed)
+	waitFor(t, "worker back", h.s.Ready)
+	v, err := h.s.Submit(context.Background(), "good", nil)
+	require.NoError(t, err)
+	require.Equal(t, "done:good", v)
+	st := h.s.Workers()["0"]
+	require.Equal(t, 1, st.RestartCount)
+	require.Equal(t, 1, st.ErrorCount)
+	require.Equal(t, int64(2), h.made.Load())
+}
+
+func TestWarmupFailuresRetryThenFail(t *testing.T) {
+	t.Run("recovers", func(t *testing.T) {
+		h := newHarness(t, Config{MaxRestarts: 2}, false, "")
+		h.fails.Store(2)
+		h.start(t)
+		waitFor(t, "ready after 2 failed warm-ups", h.s.Ready)
+		require.Equal(t, 2, h.s.Workers()["0"].ErrorCount)
+	})
+	t.Run("gives up", func(t *testing.T) {
+		h := newHarness(t, Config{MaxRestarts: 1}, false, "")
+		h.fails.Store(10)
+		h.start(t)
+		waitFor(t, "failed", func() bool { return h.s.Workers()["0"].State == stateFailed })
+		require.False(t, h.s.Ready())
+		require.Contains(t, h.s.Workers()["0"].LastError, "device did not come up")
+		_, err := h.s.Submit(context.Background(), "x", nil)
+		require.ErrorIs(t, err, ErrNotReady)
+	})
+}
+
+func TestWorkersStartInSequence(t *testing.T) {
+	groups := []config.DeviceGroup{{ID: "0"}, {ID: "1"}, {ID: "2"}}
+	h := newHarness(t, Config{Groups: groups, StartDelay: 80 * time.Millisecond}, false, "")
+	start := time.Now()
+	h.start(t)
+	waitFor(t, "first ready", h.s.Ready)
+	require.Less(t, time.Since(start), 60*time.Millisecond, "ready as soon as the first worker is warm")
+	waitFor(t, "all ready", func() bool {
+		for _, w := range h.s.Workers() {
+			if !w.IsReady {
+				return false
+			}
+		}
+		return true
+	})
+	require.GreaterOrEqual(t, time.Since(start), 160*time.Millisecond)
+}
+
+func TestRestartWorker(t *testing.T) {
+	var resets atomic.Int64
+	h := newHarness(t, Config{Reset: func(ctx context.Context, g []config.DeviceGroup) error {
+		resets.Add(1)
+		return nil
+	}}, false, "")
+	h.start(t)
+	waitFor(t, "ready", h.s.Ready)
+	require.ErrorIs(t, h.s.RestartWorker("7"), ErrUnknownWorker)
+	require.NoError(t, h.s.RestartWorker("0"))
+	waitFor(t, "restarted", func() bool { return h.s.Workers()["0"].RestartCount == 1 && h.s.Ready() })
+	require.Equal(t, int64(1), resets.Load())
+	require.Equal(t, int64(2), h.made.Load())
+	_, err := h.s.Submit(context.Background(), "after", nil)
+	require.NoError(t, err)
+}
+
+func TestStopFinishesInFlightAndRefusesNew(t *testing.T) {
+	h := newHarness(t, Config{}, true, "")
+	h.s.Start(context.Background())
+	waitFor(t, "ready", h.s.Ready)
+	res := make(chan error, 1)
+	go func() { _, err := h.s.Submit(context.Background(), "inflight", nil); res <- err }()
+	waitFor(t, "running", func() bool { return h.runs.Load() == 1 })
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.s.Stop(context.Background()) }()
+	waitFor(t, "stopping", func() bool { return !h.s.Ready() })
+	_, err := h.s.Submit(context.Background(), "late", nil)
+	require.ErrorIs(t, err, ErrStopping)
+	h.gate <- struct{}{}
+	require.NoError(t, <-res)
+	require.NoError(t, <-stopped)
+}
+
+func TestStopGraceExpiredFailsQueuedJobs(t *testing.T) {
+	h := newHarness(t, Config{}, true, "")
+	h.s.Start(context.Background())
+	waitFor(t, "ready", h.s.Ready)
+	errs := make(chan error, 2)
+	go func() { _, err := h.s.Submit(context.Background(), "running", nil); errs <- err }()
+	waitFor(t, "running", func() bool { return h.runs.Load() == 1 })
+	go func() { _, err := h.s.Submit(context.Background(), "queued", nil); errs <- err }()
+	waitFor(t, "queued", func() bool { return h.s.QueueLen() == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		h.gate <- struct{}{} // lets the running batch end so the worker can stop
+	}()
+	require.Error(t, h.s.Stop(ctx))
+	got := []error{<-errs, <-errs}
+	require.True(t, errors.Is(got[0], ErrStopping) || errors.Is(got[1], ErrStopping), "queued job answered with ErrStopping: %v", got)
+}

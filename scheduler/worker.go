@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+)
+
+// Worker states shown in /tt-liveness.
+const (
+	stateStarting = "starting"
+	stateReady    = "ready"
+	stateFailed   = "failed"
+	stateRestart  = "restarting"
+	stateStopped  = "stopped"
+)
+
+// worker drives one device group's runner.
+type worker struct {
+	s          *Scheduler
+	group      config.DeviceGroup
+	restartReq chan struct{}
+
+	mu           sync.Mutex
+	state        string
+	startTime    time.Time
+	readyTime    time.Time
+	restartCount int
+	errorCount   int
+	lastError    string
+}
+
+func (w *worker) status() WorkerStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	alive := w.state != "" && w.state != stateFailed && w.state != stateStopped
+	st := WorkerStatus{
+		IsAlive:      alive,
+		StartTime:    w.startTime,
+		IsReady:      w.state == stateReady,
+		RestartCount: w.restartCount,
+		ErrorCount:   w.errorCount,
+		ReadyTime:    w.readyTime,
+		State:        w.state,
+		LastError:    w.lastError,
+		Devices:      w.group.Devices,
+	}
+	if st.State == "" {
+		st.State = "pending"
+	}
+	if alive {
+		st.PID = pid
+	}
+	return st
+}
+
+func (w *worker) isReady() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == stateReady
+}
+
+func (w *worker) setState(state string, err error) {
+	w.mu.Lock()
+	w.state = state
+	switch state {
+	case stateStarting:
+		w.startTime = time.Now()
+		w.readyTime = time.Time{}
+	case stateReady:
+		w.readyTime = time.Now()
+	}
+	if err != nil {
+		w.lastError = err.Error()
+	}
+	w.mu.Unlock()
+	w.s.updateReady()
+}
+
+func (w *worker) requestRestart() {
+	select {
+	case w.restartReq <- struct{}{}:
+	default:
+	}
+}
+
+// loop brings the runner up, serves batches, and restarts it when it fails or a reset is
+// asked for, up to MaxRestarts consecutive failures.
+func (w *worker) loop(ctx context.Context) {
+	log := w.s.log.With("worker", w.group.ID)
+	failures := 0
+	first := true
+	for ctx.Err() == nil {
+		if !first {
+			w.mu.Lock()
+			w.restartCount++
+			w.mu.Unlock()
+			w.setState(stateRestart, nil)
+			if w.s.cfg.Reset != nil {
+				if err := w.s.cfg.Reset(ctx, []config.DeviceGroup{w.group}); err != nil {
+					log.Error("device reset failed", "err", err)
+				}
+			}
+			if !sleepCtx(ctx, w.s.cfg.RestartDelay) {
+				break
+			}
+		}
+		first = false
+		w.setState(stateStarting, nil)
+		r, err := w.warm(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			w.mu.Lock()
+			w.errorCount++
+			w.mu.Unlock()
+			log.Error("worker warm-up failed", "err", err, "attempt", failures)
+			if failures > w.s.cfg.MaxRestarts {
+				w.setState(stateFailed, err)
+				log.Error("worker marked failed: restart limit reached", "max_restarts", w.s.cfg.MaxRestarts)
+				return
+			}
+			w.setState(stateRestart, err)
+			continue
+		}
+		w.setState(stateReady, nil)
+		log.Info("worker ready", "devices", w.group.Devices)
+		crashed := w.serve(ctx, r)
+		w.setState(stateRestart, nil)
+		if err := r.Close(); err != nil {
+			log.Warn("runner close failed", "err", err)
+		}
+		if crashed != nil {
+			failures++
+			w.mu.Lock()
+			w.errorCount++
+			w.mu.Unlock()
+			w.setState(stateRestart, crashed)
+			if failures > w.s.cfg.MaxRestarts {
+				w.setState(stateFailed, crashed)
+				log.Error("worker marked failed: restart limit reached", "max_restarts", w.s.cfg.MaxRestarts)
+				return
+			}
+		} else {
+			failures = 0
+		}
+	}
+	w.setState(stateStopped, nil)
+}
+
+// warm builds and warms a runner, turning a panic into an error.
+func (w *worker) warm(ctx context.Context) (r runners.Runner, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runner panicked during warm-up: %v", p)
+			if r != nil {
+				_ = r.Close()
+			}
+			r = nil
+		}
+	}()
+	r, err = w.s.factory(w.group)
+	if err != nil {
+		return nil, fmt.Errorf("create runner: %w", err)
+	}
+	if err := r.Warmup(ctx); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	return r, nil
+}
+
+// serve runs batches until ctx ends (nil), a restart is asked for (nil), or the runner
+// crashes (the error).
+func (w *worker) serve(ctx context.Context, r runners.Runner) error {
+	// waitCtx ends the wait for work when a restart is asked for; a running batch is not
+	// interrupted by it.
+	waitCtx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	go func() {
+		select {
+		case <-w.restartReq:
+			stopWait()
+		case <-waitCtx.Done():
+		}
+	}()
+	for waitCtx.Err() == nil {
+		batch := w.s.q.takeBatch(waitCtx, w.s.cfg.MaxBatchSize)
+		if batch == nil {
+			return nil
+		}
+		if err := w.runBatch(ctx, r, batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runBatch runs one batch and delivers one outcome per job. A runner panic fails every job of
+// the batch with ErrWorkerFailed and is returned so the worker restarts.
+func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (crash error) {
+	tasks := make([]runners.Task, 0, len(batch))
+	live := make([]*job, 0, len(batch))
+	for _, j := range batch {
+		if j.ctx.Err() != nil { // cancelled while queued: no device time
+			j.finish(runners.Outcome{Err: w.s.ctxError(j.ctx)})
+			continue
+		}
+		tasks = append(tasks, runners.Task{Ctx: j.ctx, Request: j.req, Emit: j.emit})
+		live = append(live, j)
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			crash = fmt.Errorf("%w: worker %q: runner panicked: %v", ErrWorkerFailed, w.group.ID, p)
+			w.s.log.Error("runner panicked", "worker", w.group.ID, "panic", p, "stack", string(debug.Stack()))
+			for _, j := range live {
+				j.finish(runners.Outcome{Err: crash})
+			}
+		}
+	}()
+	start := time.Now()
+	outs := r.Run(ctx, tasks)
+	w.s.observe(time.Since(start))
+	for i, j := range live {
+		var o runners.Outcome
+		if i < len(outs) {
+			o = outs[i]
+		} else {
+			o = runners.Outcome{Err: fmt.Errorf("%w: worker %q: runner returned %d outcomes for %d tasks", ErrWorkerFailed, w.group.ID, len(outs), len(tasks))}
+		}
+		if o.Err == nil && o.Value == nil {
+			o.Err = fmt.Errorf("%w: worker %q: no result generated", ErrWorkerFailed, w.group.ID)
+		}
+		if o.Err != nil && j.ctx.Err() != nil {
+			o.Err = w.s.ctxError(j.ctx)
+		} else if o.Err != nil && !errors.Is(o.Err, runners.ErrBadRequest) {
+			w.mu.Lock()
+			w.errorCount++
+			w.mu.Unlock()
+		}
+		j.finish(o)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

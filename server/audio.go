@@ -1,0 +1,298 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/media/audio"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+)
+
+const (
+	// maxMultipartParts bounds the parts of one upload (file + a few form fields).
+	maxMultipartParts = 16
+	// maxFormFieldBytes bounds a non-file form field.
+	maxFormFieldBytes = 1 << 10
+	// streamBuffer is how many chunks may wait for a slow client before the runner waits.
+	streamBuffer = 256
+)
+
+const audioContentTypeMsg = "Use either multipart/form-data with file upload or application/json with AudioTranscriptionRequest"
+
+// audioUpload is a parsed POST /audio/transcriptions request before decoding.
+type audioUpload struct {
+	file          []byte
+	stream        bool
+	preprocessing bool
+}
+
+// parseAudioUpload reads multipart (file, stream, is_preprocessing_enabled) or JSON
+// {"file": base64, "stream", "is_preprocessing_enabled"}, as the Python server does.
+func parseAudioUpload(r *http.Request) (*audioUpload, error) {
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case ct == "multipart/form-data":
+		return parseAudioMultipart(r, params["boundary"])
+	case strings.Contains(ct, "application/json"):
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, bodyErr(err)
+		}
+		b, err := parseBody(data)
+		if err != nil {
+			return nil, err
+		}
+		up := &audioUpload{}
+		file, ok := b.str("file", true)
+		up.stream = b.bool("stream", false)
+		up.preprocessing = b.bool("is_preprocessing_enabled", true)
+		if err := b.err(); err != nil {
+			return nil, err
+		}
+		if ok {
+			if up.file, err = decodeBase64(file); err != nil {
+				return nil, httpErr(http.StatusBadRequest, "Field 'file' is not valid base64: %v", err)
+			}
+		}
+		return up, nil
+	default:
+		return nil, httpErr(http.StatusBadRequest, audioContentTypeMsg)
+	}
+}
+
+func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error) {
+	if boundary == "" {
+		return nil, httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
+	}
+	mr := multipart.NewReader(r.Body, boundary)
+	up := &audioUpload{preprocessing: true}
+	gotFile := false
+	var formErrs []fieldError
+	for parts := 0; ; parts++ {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, multipartErr(err)
+		}
+		if parts >= maxMultipartParts {
+			return nil, httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
+		}
+		name := p.FormName()
+		switch name {
+		case "file":
+			if up.file, err = io.ReadAll(p); err != nil {
+				return nil, multipartErr(err)
+			}
+			gotFile = true
+		case "stream", "is_preprocessing_enabled":
+			v, err := io.ReadAll(io.LimitReader(p, maxFormFieldBytes+1))
+			if err != nil {
+				return nil, multipartErr(err)
+			}
+			b, ok := parseLaxBool(string(v))
+			if !ok || len(v) > maxFormFieldBytes {
+				formErrs = append(formErrs, fieldError{Type: "bool_parsing", Loc: []any{"body", name},
+					Msg: "Input should be a valid boolean, unable to interpret input", Input: string(v)})
+				continue
+			}
+			if name == "stream" {
+				up.stream = b
+			} else {
+				up.preprocessing = b
+			}
+		default:
+			// Unknown form fields are ignored, as FastAPI does.
+			if _, err := io.Copy(io.Discard, p); err != nil {
+				return nil, multipartErr(err)
+			}
+		}
+	}
+	if len(formErrs) > 0 {
+		return nil, &validationError{items: formErrs}
+	}
+	if !gotFile {
+		return nil, httpErr(http.StatusBadRequest, audioContentTypeMsg)
+	}
+	return up, nil
+}
+
+func multipartErr(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return bodyErr(err)
+	}
+	return httpErr(http.StatusBadRequest, "malformed multipart body: %v", err)
+}
+
+// decodeBase64 accepts standard base64 with or without padding, with whitespace or a data: URL
+// prefix, as clients send it.
+func decodeBase64(s string) ([]byte, error) {
+	if strings.HasPrefix(s, "data:") {
+		if i := strings.Index(s, ","); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\n', '\r', '\t':
+			return -1
+		}
+		return r
+	}, s)
+	if out, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return out, nil
+	}
+	out, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// audioRequest decodes and checks the upload and builds the runner's request.
+func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (*runners.AudioRequest, error) {
+	preprocess := s.cfg.AllowAudioPreprocessing && up.preprocessing
+	maxDur := s.cfg.MaxAudioDuration
+	if preprocess && s.cfg.MaxAudioDurationWithPreprocessing > 0 {
+		maxDur = s.cfg.MaxAudioDurationWithPreprocessing
+	}
+	if len(up.file) == 0 {
+		return nil, fmt.Errorf("%w: empty audio file", audio.ErrInvalidAudio)
+	}
+	rate := s.cfg.DefaultSampleRate
+	if rate <= 0 {
+		rate = 16000
+	}
+	dec, err := audio.Decode(ctx, up.file, rate, audio.Limits{MaxBytes: s.cfg.MaxAudioSizeBytes, MaxDuration: maxDur})
+	if err != nil {
+		return nil, err
+	}
+	req := &runners.AudioRequest{Samples: dec.Samples, SampleRate: dec.SampleRate, Duration: dec.Duration, Stream: up.stream}
+	if preprocess {
+		for _, seg := range audio.SpeechSegments(dec.Samples, dec.SampleRate) {
+			req.Segments = append(req.Segments, runners.Span{Start: seg.Start, End: seg.End})
+		}
+		if len(req.Segments) == 0 { // no speech found: one segment over the whole audio, as Python
+			req.Segments = []runners.Span{{Start: 0, End: dec.Duration}}
+		}
+	}
+	return req, nil
+}
+
+// handleAudio serves POST /audio/transcriptions.
+func (s *Server) handleAudio(c *gin.Context) {
+	up, err := parseAudioUpload(c.Request)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	req, err := s.audioRequest(c.Request.Context(), up)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !req.Stream {
+		v, err := s.sched.Submit(c.Request.Context(), req, nil)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		writeJSON(c, http.StatusOK, v)
+		return
+	}
+	s.streamTranscription(c, req)
+}
+
+// streamTranscription answers NDJSON: one {"text", "chunk_id"} line per chunk, then the full
+// result. Errors before the first chunk get their proper status; an error after the stream
+// has started ends it with a {"detail", "status_code"} line instead of a silent cut.
+func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) {
+	ctx := c.Request.Context()
+	chunks := make(chan any, streamBuffer)
+	type final struct {
+		v   any
+		err error
+	}
+	done := make(chan final, 1)
+	go func() {
+		v, err := s.sched.Submit(ctx, req, func(ch any) error {
+			select {
+			case chunks <- ch:
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+		done <- final{v, err}
+	}()
+
+	started := false
+	start := func() {
+		if !started {
+			started = true
+			c.Header("Content-Type", "application/x-ndjson")
+			c.Header("X-Content-Type-Options", "nosniff")
+			c.Status(http.StatusOK)
+		}
+	}
+	writeLine := func(v any) bool {
+		line, err := pyJSON(v)
+		if err != nil {
+			s.log.Error("encode stream line", "request_id", requestID(c), "err", err)
+			return false
+		}
+		start()
+		if _, err := c.Writer.Write(append(line, '\n')); err != nil {
+			return false
+		}
+		c.Writer.Flush()
+		return true
+	}
+	writeChunk := func(ch any) bool {
+		if tc, ok := ch.(runners.TranscriptChunk); ok && tc.Text == "" {
+			return true // empty chunks are not sent, as in Python
+		}
+		return writeLine(ch)
+	}
+	for {
+		select {
+		case ch := <-chunks:
+			if !writeChunk(ch) {
+				<-done
+				return
+			}
+		case f := <-done:
+			for drained := false; !drained; {
+				select {
+				case ch := <-chunks:
+					writeChunk(ch)
+				default:
+					drained = true
+				}
+			}
+			if f.err != nil {
+				if !started {
+					s.fail(c, f.err)
+					return
+				}
+				status, msg, _ := s.classify(f.err)
+				c.Error(f.err) //nolint:errcheck // recorded for the access log
+				writeLine(map[string]any{"detail": msg, "status_code": status})
+				return
+			}
+			writeLine(f.v)
+			return
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+)
+
+// maxImagePixels refuses decompression bombs before their pixels are decoded.
+const maxImagePixels = 40_000_000
+
+// cnnUpload is a parsed POST /cnn/search-image request.
+type cnnUpload struct {
+	image          []byte
+	topK           int
+	minConfidence  float64
+	responseFormat string
+}
+
+// parseCNNUpload reads JSON {"prompt": base64 image, "top_k", "min_confidence",
+// "response_format"} or multipart with a "file" part and the same fields (the newer Python
+// server's ImageSearchRequest).
+func parseCNNUpload(r *http.Request) (*cnnUpload, error) {
+	up := &cnnUpload{topK: 3, minConfidence: 70, responseFormat: "json"}
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "multipart/form-data" {
+		return up, parseCNNMultipart(r, params["boundary"], up)
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, bodyErr(err)
+	}
+	b, err := parseBody(data)
+	if err != nil {
+		return nil, err
+	}
+	prompt, ok := b.str("prompt", true)
+	if v := b.int("top_k"); v != nil && b.rangeCheck("top_k", float64(*v), 1, 1000, false, rawInput(b, "top_k")) {
+		up.topK = int(*v)
+	}
+	if v := b.float("min_confidence", false); v != nil && b.rangeCheck("min_confidence", *v, 0, 100, true, rawInput(b, "min_confidence")) {
+		up.minConfidence = *v
+	}
+	if f, ok := b.str("response_format", false); ok {
+		up.responseFormat = f
+	}
+	if ok {
+		img, err := decodeBase64(prompt)
+		if err != nil {
+			b.add("value_error", []any{"prompt"}, "Value error, Invalid base64 image: "+err.Error(), shorten(prompt), nil)
+		}
+		up.image = img
+	}
+	checkResponseFormat(b, up.responseFormat)
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	return up, nil
+}
+
+func checkResponseFormat(b *body, f string) {
+	if f != "json" && f != "verbose_json" {
+		b.add("enum", []any{"response_format"}, "Input should be 'json' or 'verbose_json'", f, map[string]any{"expected": "'json' or 'verbose_json'"})
+	}
+}
+
+func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
+	if boundary == "" {
+		return httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
+	}
+	mr := multipart.NewReader(r.Body, boundary)
+	b := &body{input: map[string]any{}}
+	gotFile := false
+	for parts := 0; ; parts++ {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return multipartErr(err)
+		}
+		if parts >= maxMultipartParts {
+			return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
+		}
+		name := p.FormName()
+		if name == "file" {
+			if up.image, err = io.ReadAll(p); err != nil {
+				return multipartErr(err)
+			}
+			gotFile = true
+			continue
+		}
+		v, err := io.ReadAll(io.LimitReader(p, maxFormFieldBytes))
+		if err != nil {
+			return multipartErr(err)
+		}
+		val := strings.TrimSpace(string(v))
+		switch name {
+		case "top_k":
+			if k, ok := b.toInt([]any{"top_k"}, val); ok && b.rangeCheck("top_k", float64(k), 1, 1000, false, val) {
+				up.topK = int(k)
+			}
+		case "min_confidence":
+			if m, ok := b.toFloat([]any{"min_confidence"}, val); ok && b.rangeCheck("min_confidence", m, 0, 100, true, val) {
+				up.minConfidence = m
+			}
+		case "response_format":
+			up.responseFormat = val
+		}
+	}
+	if !gotFile {
+		b.add("missing", []any{"file"}, "Field required", nil, nil)
+	}
+	checkResponseFormat(b, up.responseFormat)
+	return b.err()
+}
+
+func shorten(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// handleCNN serves POST /cnn/search-image.
+func (s *Server) handleCNN(c *gin.Context) {
+	up, err := parseCNNUpload(c.Request)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	img, _, err := imaging.Decode(up.image, maxImagePixels)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.sched.Submit(c.Request.Context(), &runners.CNNRequest{Image: img, TopK: up.topK, MinConfidence: up.minConfidence}, nil)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	res, ok := v.(*runners.CNNResult)
+	if !ok || len(res.Top) == 0 {
+		s.fail(c, fmt.Errorf("runner returned %T instead of a classification", v))
+		return
+	}
+	writeJSON(c, http.StatusOK, gin.H{"image_data": []any{cnnItem(res, up.responseFormat)}, "status": "success"})
+}
+
+// percent formats a probability in [0,1] as the Python server's "xx.xxxx%" (×100, which its
+// ResNet runner forgot).
+func percent(p float64) string { return strconv.FormatFloat(p*100, 'f', 4, 64) + "%" }
+
+// cnnItem is one image's answer: for "json" the top-1 class plus the full ranked output; for
+// "verbose_json" the newer Python server's CSV line "label,prob,label1,prob1,index1,...".
+func cnnItem(res *runners.CNNResult, format string) any {
+	top := res.Top[0]
+	if format == "verbose_json" {
+		parts := []string{csvField(top.Label), percent(top.Probability)}
+		for _, c := range res.Top {
+			parts = append(parts, csvField(c.Label), percent(c.Probability), strconv.Itoa(c.Index))
+		}
+		return strings.Join(parts, ",")
+	}
+	labels := make([]string, len(res.Top))
+	probs := make([]string, len(res.Top))
+	idx := make([]int, len(res.Top))
+	for i, c := range res.Top {
+		labels[i], probs[i], idx[i] = c.Label, percent(c.Probability), c.Index
+	}
+	return gin.H{
+		"top1_class_label":       top.Label,
+		"top1_class_probability": percent(top.Probability),
+		"output":                 gin.H{"labels": labels, "probabilities": probs, "indices": idx},
+	}
+}
+
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/media/audio"
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
+)
+
+// apiError is an error with the HTTP status it should be answered with.
+type apiError struct {
+	status     int
+	msg        string
+	retryAfter time.Duration
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func httpErr(status int, format string, args ...any) *apiError {
+	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// validationError is a FastAPI-style 422: a list of field errors.
+type validationError struct {
+	items []fieldError
+}
+
+func (e *validationError) Error() string {
+	if len(e.items) == 0 {
+		return "validation error"
+	}
+	return e.items[0].Msg
+}
+
+// fieldError is one entry of FastAPI's 422 "detail" list.
+type fieldError struct {
+	Type  string         `json:"type"`
+	Loc   []any          `json:"loc"`
+	Msg   string         `json:"msg"`
+	Input any            `json:"input"`
+	Ctx   map[string]any `json:"ctx,omitempty"`
+}
+
+// classify maps any error from the layers below to a status code and a client message.
+// It is the one place where errors become HTTP.
+func (s *Server) classify(err error) (status int, msg string, retryAfter time.Duration) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.msg, ae.retryAfter
+	case errors.Is(err, scheduler.ErrQueueFull):
+		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", s.sched.RetryAfter()
+	case errors.Is(err, scheduler.ErrNotReady):
+		return http.StatusServiceUnavailable, "Model is not ready", 5 * time.Second
+	case errors.Is(err, scheduler.ErrStopping):
+		return http.StatusServiceUnavailable, "Server is shutting down", 5 * time.Second
+	case errors.Is(err, scheduler.ErrWorkerFailed):
+		return http.StatusServiceUnavailable, err.Error(), 5 * time.Second
+	case errors.Is(err, scheduler.ErrTimeout):
+		return http.StatusGatewayTimeout, "Inference timed out: " + err.Error(), 0
+	case errors.Is(err, scheduler.ErrUnknownWorker):
+		return http.StatusNotFound, err.Error(), 0
+	case errors.Is(err, runners.ErrBadRequest):
+		return http.StatusBadRequest, trimSentinel(err, runners.ErrBadRequest), 0
+	case errors.Is(err, audio.ErrTooLarge), errors.Is(err, imaging.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, err.Error(), 0
+	case errors.Is(err, audio.ErrUnsupportedFormat):
+		return http.StatusUnsupportedMediaType, err.Error(), 0
+	case errors.Is(err, audio.ErrInvalidAudio), errors.Is(err, audio.ErrTooLong), errors.Is(err, imaging.ErrInvalidImage):
+		return http.StatusBadRequest, err.Error(), 0
+	default:
+		return http.StatusInternalServerError, "Internal error: " + err.Error(), 0
+	}
+}
+
+// trimSentinel drops the sentinel's own prefix ("bad request: ") from a wrapped message.
+func trimSentinel(err, sentinel error) string {
+	msg := err.Error()
+	p := sentinel.Error() + ": "
+	if len(msg) > len(p) && msg[:len(p)] == p {
+		return msg[len(p):]
+	}
+	return msg
+}
+
+// fail answers err in the Python server's envelope: {"detail": "..."} or, for validation,
+// {"detail": [{type, loc, msg, input}]}.
+func (s *Server) fail(c *gin.Context, err error) {
+	var ve *validationError
+	if errors.As(err, &ve) {
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"detail": ve.items})
+		return
+	}
+	status, msg, retry := s.classify(err)
+	setRetryAfter(c, retry)
+	if status >= 500 {
+		s.log.Error("request failed", "request_id", requestID(c), "status", status, "err", err)
+	}
+	c.Error(err) //nolint:errcheck // recorded for the access log
+	c.AbortWithStatusJSON(status, gin.H{"detail": msg})
+}
+
+func setRetryAfter(c *gin.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	c.Header("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+const (
+	requestIDHeader = "X-Request-Id"
+	requestIDKey    = "request_id"
+	// maxJSONBody caps image-generation request bodies: prompts and schedules are small.
+	maxJSONBody = 1 << 20
+	// maxImageBody caps classification uploads (base64 JSON or multipart).
+	maxImageBody = 32 << 20
+	// multipartSlack covers multipart headers and the small form fields next to the file.
+	multipartSlack = 1 << 20
+)
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// requestIDMiddleware takes the client's X-Request-Id when it is sane, or makes one, and
+// echoes it on the response.
+func (s *Server) requestIDMiddleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader(requestIDHeader)
+		if !validRequestID.MatchString(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(requestIDKey, id)
+		c.Header(requestIDHeader, id)
+		c.Next()
+	}
+}
+
+func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+
+// accessLog writes one line per request.
+func (s *Server) accessLog() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		attrs := []any{
+			"request_id", requestID(c), "method", c.Request.Method, "path", c.Request.URL.Path,
+			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds(),
+			"bytes_out", c.Writer.Size(), "client", c.ClientIP(),
+		}
+		if len(c.Errors) > 0 {
+			attrs = append(attrs, "err", c.Errors.Last().Error())
+		}
+		s.log.Info("request", attrs...)
+	}
+}
+
+// recovery turns a handler panic into a 500 and a logged stack instead of a dropped connection.
+func (s *Server) recovery() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("handler panicked", "request_id", requestID(c), "panic", p, "stack", string(debug.Stack()))
+				if !c.Writer.Written() {
+					c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"detail": "Internal server error"})
+				}
+			}
+		}()
+		c.Next()
+	}
+}
+
+// limitBody caps the request body; reading past it yields a 413 from readBody.
+func (s *Server) limitBody(limit int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > limit {
+			s.fail(c, httpErr(http.StatusRequestEntityTooLarge,
+				"Request body too large: %d bytes. Maximum allowed: %d bytes", c.Request.ContentLength, limit))
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+		c.Next()
+	}
+}
+
+// bodyErr turns a body read error into a 413 or 400.
+func bodyErr(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return httpErr(http.StatusRequestEntityTooLarge, "Request body too large. Maximum allowed: %d bytes", mbe.Limit)
+	}
+	return httpErr(http.StatusBadRequest, "%s", fmt.Sprintf("could not read request body: %v", err))
+}
+
+// maxAudioBody is the audio route's body cap: MAX_AUDIO_SIZE_BYTES of audio as base64 JSON
+// (4/3 larger) or multipart, plus room for the other fields.
+func (s *Server) maxAudioBody() int64 {
+	return s.cfg.MaxAudioSizeBytes/3*4 + 4 + multipartSlack
+}

@@ -1,0 +1,133 @@
+// Package server is the HTTP face of the media server: the gin engine, the Python
+// tt-media-server's routes (each also under /v1), authentication, request ids and access logs,
+// body limits, request parsing and validation into typed runner requests, error envelopes,
+// and the JSON / NDJSON writers. Handlers never see devices; they hand typed jobs to the
+// scheduler and write what comes back.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
+)
+
+// Scheduler is what the handlers need from the scheduler (a seam for tests).
+type Scheduler interface {
+	Submit(ctx context.Context, req any, emit func(any) error) (any, error)
+	Ready() bool
+	QueueLen() int
+	QueueCap() int
+	RetryAfter() time.Duration
+	Workers() map[string]scheduler.WorkerStatus
+	RestartWorker(id string) error
+	RestartAll()
+}
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Settings *config.Settings
+	Service  runners.Service
+	Sched    Scheduler
+	Logger   *slog.Logger
+	// DeepReset runs the deep reset (stop workers, RESET_DEVICE_COMMAND, start again) in the
+	// background. Nil means: restart every worker through the scheduler.
+	DeepReset func()
+	// Mock reports mock-device mode (shown in /tt-liveness).
+	Mock bool
+}
+
+// Server holds the HTTP handlers.
+type Server struct {
+	cfg     *config.Settings
+	service runners.Service
+	sched   Scheduler
+	log     *slog.Logger
+	auth    *authenticator
+	engine  *gin.Engine
+	reset   func()
+	mock    bool
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:     d.Settings,
+		service: d.Service,
+		sched:   d.Sched,
+		log:     log,
+		auth:    newAuthenticator(d.Settings.APIKey, d.Settings.JWTSecret, d.Settings.JWTRequireExp),
+		reset:   d.DeepReset,
+		mock:    d.Mock,
+	}
+	if s.reset == nil {
+		s.reset = d.Sched.RestartAll
+	}
+	s.engine = s.routes()
+	return s
+}
+
+// Handler is the http.Handler serving every route.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// HTTPServer wraps the handler in an http.Server with timeouts that protect workers from slow
+// clients without cutting off long uploads or streams.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Uploads of up to MAX_AUDIO_SIZE_BYTES over a slow link; the body limit caps size.
+		ReadTimeout:    5 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		// No WriteTimeout: streamed transcriptions last as long as the audio needs; each
+		// request's own deadline (DEFAULT_INFERENCE_TIMEOUT_SECONDS) bounds the work instead.
+	}
+}
+
+func (s *Server) routes() *gin.Engine {
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recovery())
+	r.NoRoute(func(c *gin.Context) {
+		c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"})
+	})
+
+	authed := s.requireAuth()
+	for _, prefix := range []string{"", "/v1"} {
+		g := r.Group(prefix)
+		switch s.service {
+		case runners.ServiceImage:
+			path := "/image/generations"
+			if prefix == "/v1" {
+				path = "/images/generations"
+			}
+			g.POST(path, authed, s.limitBody(maxJSONBody), s.handleImage)
+		case runners.ServiceAudio:
+			g.POST("/audio/transcriptions", authed, s.limitBody(s.maxAudioBody()), s.handleAudio)
+		case runners.ServiceCNN:
+			g.POST("/cnn/search-image", authed, s.limitBody(maxImageBody), s.handleCNN)
+		}
+	}
+	r.GET("/tt-liveness", s.handleLiveness)
+	r.GET("/health", s.handleHealth)
+	r.POST("/tt-deep-reset", authed, s.handleDeepReset)
+	r.POST("/tt-reset-device", authed, s.handleResetDevice)
+	return r
+}

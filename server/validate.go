@@ -1,0 +1,287 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// body reads a JSON object field by field with pydantic v2's lax rules (what the Python
+// server's clients rely on: "5" is a fine float, 5.0 a fine int, unknown keys are ignored)
+// and collects FastAPI-style errors for the 422 answer.
+type body struct {
+	raw   map[string]json.RawMessage
+	input any // the decoded body, echoed in "missing" errors as FastAPI does
+	errs  []fieldError
+}
+
+// parseBody decodes data as a JSON object. A decode error or a non-object is a 422 in
+// FastAPI's shape.
+func parseBody(data []byte) (*body, error) {
+	var input any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&input); err != nil {
+		pos := 0
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			pos = int(se.Offset)
+		}
+		return nil, &validationError{items: []fieldError{{
+			Type: "json_invalid", Loc: []any{"body", pos}, Msg: "JSON decode error",
+			Input: map[string]any{}, Ctx: map[string]any{"error": err.Error()},
+		}}}
+	}
+	if dec.More() {
+		return nil, &validationError{items: []fieldError{{
+			Type: "json_invalid", Loc: []any{"body", int(dec.InputOffset())}, Msg: "JSON decode error",
+			Input: map[string]any{}, Ctx: map[string]any{"error": "extra data after the JSON value"},
+		}}}
+	}
+	if _, ok := input.(map[string]any); !ok {
+		return nil, &validationError{items: []fieldError{{
+			Type: "model_attributes_type", Loc: []any{"body"},
+			Msg: "Input should be a valid dictionary or object to extract fields from", Input: input,
+		}}}
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("decode body: %w", err)
+	}
+	return &body{raw: raw, input: input}, nil
+}
+
+// err returns the collected validation errors, or nil.
+func (b *body) err() error {
+	if len(b.errs) == 0 {
+		return nil
+	}
+	return &validationError{items: b.errs}
+}
+
+func (b *body) add(typ string, loc []any, msg string, input any, ctx map[string]any) {
+	b.errs = append(b.errs, fieldError{Type: typ, Loc: append([]any{"body"}, loc...), Msg: msg, Input: input, Ctx: ctx})
+}
+
+// value returns the decoded JSON value of name; present is false when the key is absent,
+// and the value is nil for JSON null.
+func (b *body) value(name string) (v any, present bool) {
+	r, ok := b.raw[name]
+	if !ok {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(r))
+	dec.UseNumber()
+	_ = dec.Decode(&v) // already valid JSON
+	return v, true
+}
+
+func (b *body) missing(name string) {
+	b.add("missing", []any{name}, "Field required", b.input, nil)
+}
+
+// str reads a string field. Required strings may not be null.
+func (b *body) str(name string, required bool) (string, bool) {
+	v, ok := b.value(name)
+	if !ok || (v == nil && !required) {
+		if required && !ok {
+			b.missing(name)
+		}
+		return "", false
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		b.add("string_type", []any{name}, "Input should be a valid string", v, nil)
+		return "", false
+	}
+	return s, true
+}
+
+// float reads a number field (lax: numeric strings are accepted). nil means absent or null.
+func (b *body) float(name string, required bool) *float64 {
+	v, ok := b.value(name)
+	if !ok || v == nil {
+		if required {
+			if !ok {
+				b.missing(name)
+			} else {
+				b.add("float_type", []any{name}, "Input should be a valid number", nil, nil)
+			}
+		}
+		return nil
+	}
+	f, ok := b.toFloat([]any{name}, v)
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+func (b *body) toFloat(loc []any, v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil || math.IsInf(f, 0) {
+			b.add("finite_number", loc, "Input should be a finite number", v, nil)
+			return 0, false
+		}
+		return f, true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			b.add("float_parsing", loc, "Input should be a valid number, unable to parse string as a number", v, nil)
+			return 0, false
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			b.add("finite_number", loc, "Input should be a finite number", v, nil)
+			return 0, false
+		}
+		return f, true
+	default:
+		b.add("float_type", loc, "Input should be a valid number", v, nil)
+		return 0, false
+	}
+}
+
+// int reads an integer field (lax: "12", 12.0 and true are accepted). nil means absent or null.
+func (b *body) int(name string) *int64 {
+	v, ok := b.value(name)
+	if !ok || v == nil {
+		return nil
+	}
+	i, ok := b.toInt([]any{name}, v)
+	if !ok {
+		return nil
+	}
+	return &i
+}
+
+func (b *body) toInt(loc []any, v any) (int64, bool) {
+	parse := func(s string) (int64, bool) {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i, true
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, false
+		}
+		if f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+			b.add("int_from_float", loc, "Input should be a valid integer, got a number with a fractional part", v, nil)
+			return 0, false
+		}
+		return int64(f), true
+	}
+	switch x := v.(type) {
+	case json.Number:
+		n := len(b.errs)
+		i, ok := parse(string(x))
+		if !ok && len(b.errs) == n {
+			b.add("int_type", loc, "Input should be a valid integer", v, nil)
+		}
+		return i, ok
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case string:
+		n := len(b.errs)
+		i, ok := parse(strings.TrimSpace(x))
+		if !ok && len(b.errs) == n {
+			b.add("int_parsing", loc, "Input should be a valid integer, unable to parse string as an integer", v, nil)
+		}
+		return i, ok
+	default:
+		b.add("int_type", loc, "Input should be a valid integer", v, nil)
+		return 0, false
+	}
+}
+
+// rangeCheck adds pydantic's ge/le errors for a number that was read. isFloat prints the
+// limits as Python prints floats ("1.0"), as pydantic's messages do for float fields.
+func (b *body) rangeCheck(name string, x, ge, le float64, isFloat bool, input any) bool {
+	switch {
+	case x < ge:
+		b.add("greater_than_equal", []any{name}, "Input should be greater than or equal to "+pyNum(ge, isFloat), input, map[string]any{"ge": limit(ge, isFloat)})
+		return false
+	case x > le:
+		b.add("less_than_equal", []any{name}, "Input should be less than or equal to "+pyNum(le, isFloat), input, map[string]any{"le": limit(le, isFloat)})
+		return false
+	}
+	return true
+}
+
+// floats reads a list of numbers (timesteps, sigmas). nil means absent or null.
+func (b *body) floats(name string) []float64 {
+	v, ok := b.value(name)
+	if !ok || v == nil {
+		return nil
+	}
+	list, isList := v.([]any)
+	if !isList {
+		b.add("list_type", []any{name}, "Input should be a valid list", v, nil)
+		return nil
+	}
+	out := make([]float64, 0, len(list))
+	for i, it := range list {
+		f, ok := b.toFloat([]any{name, i}, it)
+		if ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// bool reads a boolean with pydantic's lax rules (true/false, 1/0, "yes"/"no", "on"/"off").
+func (b *body) bool(name string, def bool) bool {
+	v, ok := b.value(name)
+	if !ok || v == nil {
+		return def
+	}
+	switch x := v.(type) {
+	case bool:
+		return x
+	case json.Number, string:
+		if r, ok := parseLaxBool(fmt.Sprint(x)); ok {
+			return r
+		}
+	}
+	b.add("bool_parsing", []any{name}, "Input should be a valid boolean, unable to interpret input", v, nil)
+	return def
+}
+
+// parseLaxBool is pydantic's (and FastAPI's form) boolean parsing.
+func parseLaxBool(s string) (bool, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "t", "yes", "y", "on":
+		return true, true
+	case "0", "false", "f", "no", "n", "off":
+		return false, true
+	}
+	return false, false
+}
+
+// pyNum prints a limit the way Python's repr does.
+func pyNum(f float64, isFloat bool) string {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if isFloat && !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+
+func limit(f float64, isFloat bool) any {
+	if isFloat {
+		return f
+	}
+	return int64(f)
+}
