@@ -1,0 +1,420 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"image"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
+)
+
+// fakeSched answers Submit with a function of the request (a fake at the scheduler seam).
+type fakeSched struct {
+	ready  bool
+	submit func(ctx context.Context, req any, emit func(any) error) (any, error)
+	mu     sync.Mutex
+	last   any
+}
+
+func (f *fakeSched) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
+	f.mu.Lock()
+	f.last = req
+	f.mu.Unlock()
+	return f.submit(ctx, req, emit)
+}
+func (f *fakeSched) Ready() bool                   { return f.ready }
+func (f *fakeSched) QueueLen() int                 { return 0 }
+func (f *fakeSched) QueueCap() int                 { return 4 }
+func (f *fakeSched) RetryAfter() time.Duration     { return 7 * time.Second }
+func (f *fakeSched) RestartWorker(id string) error { return nil }
+func (f *fakeSched) RestartAll()                   {}
+func (f *fakeSched) Workers() map[string]scheduler.WorkerStatus {
+	return map[string]scheduler.WorkerStatus{"0": {IsReady: f.ready, State: "ready"}}
+}
+
+func testSettings() *config.Settings {
+	return &config.Settings{
+		APIKey: "k", JWTSecret: "my-secret-string", NumInferenceSteps: 20, ImageQuality: 85,
+		ImageReturnFormat: "JPEG", MaxAudioSizeBytes: 1 << 20, MaxAudioDuration: 60,
+		MaxAudioDurationWithPreprocessing: 300, DefaultSampleRate: 16000, AllowAudioPreprocessing: true,
+		ModelRunner: "tt-sdxl-trace", DeviceMeshShape: config.MeshShape{Rows: 1, Cols: 1},
+	}
+}
+
+func newTestServer(svc runners.Service, f *fakeSched) http.Handler {
+	return New(Deps{Settings: testSettings(), Service: svc, Sched: f}).Handler()
+}
+
+func do(h http.Handler, method, path, ctype, auth string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func TestParseImageRequest(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		wantType string // first 422 error type, "" for success
+		wantLoc  []any
+		check    func(t *testing.T, r *imageRequest)
+	}{
+		{name: "readme body", body: `{"prompt":"Volcano on a beach","negative_prompt":"low quality","num_inference_steps":20,"seed":0,"guidance_scale":7.0,"number_of_images":1}`,
+			check: func(t *testing.T, r *imageRequest) {
+				require.Equal(t, "Volcano on a beach", r.Prompt)
+				require.Equal(t, int64(0), *r.Seed)
+				require.Equal(t, 7.0, r.GuidanceScale)
+			}},
+		{name: "defaults", body: `{"prompt":"a","guidance_scale":5}`, check: func(t *testing.T, r *imageRequest) {
+			require.Equal(t, 20, r.NumInferenceSteps)
+			require.Equal(t, 1, r.NumberOfImages)
+			require.Nil(t, r.Seed)
+		}},
+		{name: "lax coercion", body: `{"prompt":"a","guidance_scale":"5","num_inference_steps":"30","number_of_images":2.0,"crop_coords_top_left":["3",4.5]}`,
+			check: func(t *testing.T, r *imageRequest) {
+				require.Equal(t, 5.0, r.GuidanceScale)
+				require.Equal(t, 30, r.NumInferenceSteps)
+				require.Equal(t, 2, r.NumberOfImages)
+				require.Equal(t, [2]float64{3, 4.5}, r.CropCoordsTopLeft)
+			}},
+		{name: "null number_of_images is the default", body: `{"prompt":"a","guidance_scale":5,"number_of_images":null}`,
+			check: func(t *testing.T, r *imageRequest) { require.Equal(t, 1, r.NumberOfImages) }},
+		{name: "unknown fields ignored", body: `{"prompt":"a","guidance_scale":5,"width":512}`},
+		{name: "missing prompt", body: `{"guidance_scale":5}`, wantType: "missing", wantLoc: []any{"body", "prompt"}},
+		{name: "missing guidance", body: `{"prompt":"a"}`, wantType: "missing", wantLoc: []any{"body", "guidance_scale"}},
+		{name: "steps too low", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`, wantType: "greater_than_equal", wantLoc: []any{"body", "num_inference_steps"}},
+		{name: "steps too high", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":51}`, wantType: "less_than_equal"},
+		{name: "guidance too high", body: `{"prompt":"a","guidance_scale":20.5}`, wantType: "less_than_equal"},
+		{name: "five images", body: `{"prompt":"a","guidance_scale":5,"number_of_images":5}`, wantType: "less_than_equal"},
+		{name: "fractional steps", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":12.5}`, wantType: "int_from_float"},
+		{name: "prompt not a string", body: `{"prompt":3,"guidance_scale":5}`, wantType: "string_type"},
+		{name: "rescale out of range", body: `{"prompt":"a","guidance_scale":5,"guidance_rescale":1.5}`, wantType: "less_than_equal"},
+		{name: "crop too long", body: `{"prompt":"a","guidance_scale":5,"crop_coords_top_left":[1,2,3]}`, wantType: "too_long"},
+		{name: "crop too short", body: `{"prompt":"a","guidance_scale":5,"crop_coords_top_left":[1]}`, wantType: "missing", wantLoc: []any{"body", "crop_coords_top_left", 1}},
+		{name: "timesteps not a list", body: `{"prompt":"a","guidance_scale":5,"timesteps":3}`, wantType: "list_type"},
+		{name: "bad timestep", body: `{"prompt":"a","guidance_scale":5,"timesteps":[1,"x"]}`, wantType: "float_parsing", wantLoc: []any{"body", "timesteps", 1}},
+		{name: "invalid json", body: `{"prompt":`, wantType: "json_invalid"},
+		{name: "not an object", body: `[1,2]`, wantType: "model_attributes_type"},
+		{name: "trailing data", body: `{"prompt":"a","guidance_scale":5} {}`, wantType: "json_invalid"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := parseImageRequest([]byte(tc.body), 20)
+			if tc.wantType == "" {
+				require.NoError(t, err)
+				if tc.check != nil {
+					tc.check(t, r)
+				}
+				return
+			}
+			var ve *validationError
+			require.ErrorAs(t, err, &ve)
+			require.Equal(t, tc.wantType, ve.items[0].Type, "%+v", ve.items)
+			if tc.wantLoc != nil {
+				require.Equal(t, tc.wantLoc, ve.items[0].Loc)
+			}
+		})
+	}
+}
+
+func TestValidationMessageMatchesFastAPI(t *testing.T) {
+	h := newTestServer(runners.ServiceImage, &fakeSched{ready: true})
+	w := do(h, "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`))
+	require.Equal(t, 422, w.Code)
+	require.JSONEq(t, `{"detail":[{"type":"greater_than_equal","loc":["body","num_inference_steps"],"msg":"Input should be greater than or equal to 12","input":11,"ctx":{"ge":12}}]}`, w.Body.String())
+}
+
+func TestAuth(t *testing.T) {
+	const pyToken = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0ZWFtX2lkIjoidGVuc3RvcnJlbnQiLCJ0b2tlbl9pZCI6ImRlYnVnLXRlc3QifQ._DyDlvNgSAt7R1D-eOOtYwHJaogoCgYbIzGynnQvixc"
+	sign := func(method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
+		s, err := jwt.NewWithClaims(method, claims).SignedString(key)
+		require.NoError(t, err)
+		return s
+	}
+	secret := []byte("my-secret-string")
+	now := time.Now()
+	tests := []struct {
+		name   string
+		header string
+		want   error
+	}{
+		{"api key", "Bearer k", nil},
+		{"python client token (no exp)", "Bearer " + pyToken, nil},
+		{"valid exp", "Bearer " + sign(jwt.SigningMethodHS256, secret, jwt.MapClaims{"exp": now.Add(time.Hour).Unix()}), nil},
+		{"missing", "", errNoCredentials},
+		{"no bearer prefix", "k", errBadCredentials},
+		{"lower-case scheme", "bearer k", errBadCredentials},
+		{"wrong key", "Bearer nope", errBadCredentials},
+		{"expired", "Bearer " + sign(jwt.SigningMethodHS256, secret, jwt.MapClaims{"exp": now.Add(-time.Hour).Unix()}), errBadCredentials},
+		{"not yet valid", "Bearer " + sign(jwt.SigningMethodHS256, secret, jwt.MapClaims{"nbf": now.Add(time.Hour).Unix()}), errBadCredentials},
+		{"other secret", "Bearer " + sign(jwt.SigningMethodHS256, []byte("other"), jwt.MapClaims{}), errBadCredentials},
+		{"HS512 not accepted", "Bearer " + sign(jwt.SigningMethodHS512, secret, jwt.MapClaims{}), errBadCredentials},
+		{"alg none", "Bearer " + sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{}), errBadCredentials},
+		{"oversized", "Bearer " + strings.Repeat("a", maxTokenLen), errBadCredentials},
+	}
+	a := newAuthenticator("k", "my-secret-string", false)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := a.check(tc.header)
+			if tc.want == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.want)
+			}
+		})
+	}
+	t.Run("exp required", func(t *testing.T) {
+		strict := newAuthenticator("k", "my-secret-string", true)
+		require.Error(t, strict.check("Bearer "+pyToken))
+	})
+	t.Run("no JWT secret means no JWT", func(t *testing.T) {
+		require.Error(t, newAuthenticator("k", "", false).check("Bearer "+pyToken))
+	})
+}
+
+func TestRoutesPerService(t *testing.T) {
+	f := &fakeSched{ready: true}
+	tests := []struct {
+		svc    runners.Service
+		path   string
+		mounts bool
+	}{
+		{runners.ServiceImage, "/image/generations", true},
+		{runners.ServiceImage, "/v1/images/generations", true},
+		{runners.ServiceImage, "/audio/transcriptions", false},
+		{runners.ServiceAudio, "/audio/transcriptions", true},
+		{runners.ServiceAudio, "/v1/audio/transcriptions", true},
+		{runners.ServiceAudio, "/cnn/search-image", false},
+		{runners.ServiceCNN, "/cnn/search-image", true},
+		{runners.ServiceCNN, "/v1/cnn/search-image", true},
+		{runners.ServiceCNN, "/image/generations", false},
+	}
+	for _, tc := range tests {
+		h := newTestServer(tc.svc, f)
+		w := do(h, "POST", tc.path, "application/json", "", []byte(`{}`))
+		if tc.mounts {
+			require.Equal(t, 401, w.Code, "%s %s", tc.svc, tc.path)
+		} else {
+			require.Equal(t, 404, w.Code, "%s %s", tc.svc, tc.path)
+			require.JSONEq(t, `{"detail":"Not Found"}`, w.Body.String())
+		}
+	}
+	h := newTestServer(runners.ServiceImage, f)
+	w := do(h, "GET", "/image/generations", "", "", nil)
+	require.Equal(t, 405, w.Code)
+	require.NotEmpty(t, w.Header().Get("Allow"))
+}
+
+func TestErrorMapping(t *testing.T) {
+	tests := []struct {
+		err        error
+		status     int
+		retryAfter string
+	}{
+		{scheduler.ErrQueueFull, 429, "7"},
+		{scheduler.ErrNotReady, 503, "5"},
+		{scheduler.ErrStopping, 503, "5"},
+		{scheduler.ErrTimeout, 504, ""},
+		{scheduler.ErrWorkerFailed, 503, "5"},
+		{errors.New("mystery"), 500, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			f := &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) { return nil, tc.err }}
+			w := do(newTestServer(runners.ServiceImage, f), "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5}`))
+			require.Equal(t, tc.status, w.Code)
+			require.Equal(t, tc.retryAfter, w.Header().Get("Retry-After"))
+			var body map[string]string
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			require.NotEmpty(t, body["detail"])
+		})
+	}
+}
+
+func TestImageFanOutSeedsAndFirstErrorWins(t *testing.T) {
+	seeds := make(chan int64, 4)
+	f := &fakeSched{ready: true, submit: func(_ context.Context, req any, _ func(any) error) (any, error) {
+		r := req.(*runners.ImageRequest)
+		seeds <- *r.Seed
+		return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}, nil
+	}}
+	w := do(newTestServer(runners.ServiceImage, f), "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5,"seed":10,"number_of_images":3}`))
+	require.Equal(t, 200, w.Code, w.Body.String())
+	close(seeds)
+	got := map[int64]bool{}
+	for s := range seeds {
+		got[s] = true
+	}
+	require.Equal(t, map[int64]bool{10: true, 11: true, 12: true}, got)
+
+	f.submit = func(ctx context.Context, req any, _ func(any) error) (any, error) {
+		if *req.(*runners.ImageRequest).Seed == 1 {
+			return nil, scheduler.ErrQueueFull
+		}
+		<-ctx.Done() // the others are cancelled by the first failure
+		return nil, ctx.Err()
+	}
+	w = do(newTestServer(runners.ServiceImage, f), "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5,"seed":0,"number_of_images":3}`))
+	require.Equal(t, 429, w.Code, w.Body.String())
+}
+
+func TestAudioStreamingNDJSON(t *testing.T) {
+	wav := testWAV(16000, 16000)
+	f := &fakeSched{ready: true}
+	f.submit = func(_ context.Context, req any, emit func(any) error) (any, error) {
+		r := req.(*runners.AudioRequest)
+		require.NotNil(t, emit)
+		for i, w := range []string{"héllo", "", "world"} {
+			require.NoError(t, emit(runners.TranscriptChunk{Text: w, ChunkID: i + 1}))
+		}
+		return &runners.TranscriptionResult{Text: "héllo world", Task: "transcribe", Language: "english", Duration: r.Duration}, nil
+	}
+	h := newTestServer(runners.ServiceAudio, f)
+	body, _ := json.Marshal(map[string]any{"file": wav, "stream": true})
+	w := do(h, "POST", "/audio/transcriptions", "application/json", "Bearer k", body)
+	require.Equal(t, 200, w.Code, w.Body.String())
+	require.Equal(t, "application/x-ndjson", w.Header().Get("Content-Type"))
+	lines := readLines(t, w.Body.Bytes())
+	require.Equal(t, []string{
+		`{"text": "h\u00e9llo", "chunk_id": 1}`,
+		`{"text": "world", "chunk_id": 3}`,
+		`{"text": "h\u00e9llo world", "task": "transcribe", "language": "english", "duration": 1}`,
+	}, lines)
+
+	// An error after the stream started ends it with a detail line, not a silent cut.
+	f.submit = func(_ context.Context, req any, emit func(any) error) (any, error) {
+		require.NoError(t, emit(runners.TranscriptChunk{Text: "partial", ChunkID: 1}))
+		return nil, scheduler.ErrTimeout
+	}
+	w = do(h, "POST", "/audio/transcriptions", "application/json", "Bearer k", body)
+	require.Equal(t, 200, w.Code)
+	lines = readLines(t, w.Body.Bytes())
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[1], `"status_code": 504`)
+
+	// An error before the first chunk gets its own status.
+	f.submit = func(context.Context, any, func(any) error) (any, error) { return nil, scheduler.ErrQueueFull }
+	w = do(h, "POST", "/audio/transcriptions", "application/json", "Bearer k", body)
+	require.Equal(t, 429, w.Code)
+}
+
+func TestAudioRequestParsing(t *testing.T) {
+	f := &fakeSched{ready: true, submit: func(_ context.Context, req any, _ func(any) error) (any, error) {
+		return &runners.TranscriptionResult{Text: "x", Duration: req.(*runners.AudioRequest).Duration}, nil
+	}}
+	h := newTestServer(runners.ServiceAudio, f)
+	tests := []struct {
+		name   string
+		ctype  string
+		body   string
+		status int
+	}{
+		{"plain text", "text/plain", "hello", 400},
+		{"missing file", "application/json", `{"stream":false}`, 422},
+		{"bad base64", "application/json", `{"file":"!!!"}`, 400},
+		{"not audio", "application/json", `{"file":"aGVsbG8gd29ybGQ="}`, 415},
+		{"bad stream bool", "application/json", `{"file":"aGVsbG8=","stream":"maybe"}`, 422},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := do(h, "POST", "/audio/transcriptions", tc.ctype, "Bearer k", []byte(tc.body))
+			require.Equal(t, tc.status, w.Code, w.Body.String())
+		})
+	}
+	t.Run("preprocessing flag gives segments", func(t *testing.T) {
+		body, _ := json.Marshal(map[string]any{"file": testWAV(16000, 16000), "is_preprocessing_enabled": true})
+		w := do(h, "POST", "/audio/transcriptions", "application/json", "Bearer k", body)
+		require.Equal(t, 200, w.Code, w.Body.String())
+		require.NotNil(t, f.last.(*runners.AudioRequest).Segments)
+		body, _ = json.Marshal(map[string]any{"file": testWAV(16000, 16000), "is_preprocessing_enabled": "false"})
+		w = do(h, "POST", "/audio/transcriptions", "application/json", "Bearer k", body)
+		require.Equal(t, 200, w.Code, w.Body.String())
+		require.Nil(t, f.last.(*runners.AudioRequest).Segments)
+	})
+}
+
+func TestLiveness(t *testing.T) {
+	f := &fakeSched{ready: false}
+	h := newTestServer(runners.ServiceImage, f)
+	w := do(h, "GET", "/tt-liveness", "", "", nil)
+	require.Equal(t, 503, w.Code)
+	require.Equal(t, "5", w.Header().Get("Retry-After"))
+	f.ready = true
+	w = do(h, "GET", "/tt-liveness", "", "", nil)
+	require.Equal(t, 200, w.Code)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+	require.Equal(t, "alive", got["status"])
+	require.Equal(t, true, got["model_ready"])
+	require.Equal(t, []any{1.0, 1.0}, got["device_mesh_shape"])
+	require.Equal(t, "Not defined", got["device"])
+	require.Contains(t, got["worker_info"], "0")
+}
+
+func TestPyJSON(t *testing.T) {
+	out, err := pyJSON(map[string]any{"a": "x, y: \"z\" 😀", "b": []int{1, 2}})
+	require.NoError(t, err)
+	require.Equal(t, `{"a": "x, y: \"z\" \ud83d\ude00", "b": [1, 2]}`, string(out))
+}
+
+func readLines(t *testing.T, b []byte) []string {
+	t.Helper()
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// testWAV is n samples of a 440 Hz-ish square wave at rate, 16-bit mono, base64-encoded by
+// the JSON encoder of the caller (returned as bytes).
+func testWAV(rate, n int) []byte {
+	var b bytes.Buffer
+	le := func(v uint32, size int) {
+		for i := 0; i < size; i++ {
+			b.WriteByte(byte(v >> (8 * i)))
+		}
+	}
+	b.WriteString("RIFF")
+	le(uint32(36+2*n), 4)
+	b.WriteString("WAVEfmt ")
+	le(16, 4)
+	le(1, 2)
+	le(1, 2)
+	le(uint32(rate), 4)
+	le(uint32(rate*2), 4)
+	le(2, 2)
+	le(16, 2)
+	b.WriteString("data")
+	le(uint32(2*n), 4)
+	for i := 0; i < n; i++ {
+		v := int16(8000)
+		if (i/18)%2 == 0 {
+			v = -8000
+		}
+		le(uint32(uint16(v)), 2)
+	}
+	return b.Bytes()
+}
