@@ -44,9 +44,12 @@ type rawEnv struct {
 	AllowDeepReset        envBool    `envconfig:"ALLOW_DEEP_RESET" default:"false"`
 	DefaultThrottleLevel  string     `envconfig:"DEFAULT_THROTTLE_LEVEL" default:"5"`
 
-	MaxQueueSize     envInt     `envconfig:"MAX_QUEUE_SIZE" default:"64"`
-	MaxBatchSize     envInt     `envconfig:"MAX_BATCH_SIZE" default:"1"`
-	InferenceTimeout envSeconds `envconfig:"DEFAULT_INFERENCE_TIMEOUT_SECONDS" default:"90"`
+	MaxQueueSize      envInt     `envconfig:"MAX_QUEUE_SIZE" default:"64"`
+	MaxBatchSize      envInt     `envconfig:"MAX_BATCH_SIZE" default:"1"`
+	MaxBatchDelayMS   envInt     `envconfig:"MAX_BATCH_DELAY_MS" default:"0"`
+	MaxQueuePerClient envInt     `envconfig:"MAX_QUEUE_PER_CLIENT" default:"0"`
+	ClientWeights     string     `envconfig:"CLIENT_WEIGHTS"`
+	InferenceTimeout  envSeconds `envconfig:"DEFAULT_INFERENCE_TIMEOUT_SECONDS" default:"90"`
 
 	NumInferenceSteps envInt `envconfig:"NUM_INFERENCE_STEPS" default:"20"`
 	ImageReturnFormat string `envconfig:"IMAGE_RETURN_FORMAT" default:"JPEG"`

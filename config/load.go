@@ -111,6 +111,11 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	if err := checkScalars(s); err != nil {
 		return nil, err
 	}
+	weights, err := ParseClientWeights(raw.ClientWeights)
+	if err != nil {
+		return nil, err
+	}
+	s.ClientWeights = weights
 	if raw.NewDeviceDelaySeconds.set {
 		s.NewDeviceDelay = raw.NewDeviceDelaySeconds.d
 	} else if mock {
@@ -147,9 +152,11 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		AllowDeepReset:                bool(r.AllowDeepReset),
 		DefaultThrottleLevel:          r.DefaultThrottleLevel,
 
-		MaxQueueSize:     int(r.MaxQueueSize),
-		MaxBatchSize:     int(r.MaxBatchSize),
-		InferenceTimeout: time.Duration(r.InferenceTimeout),
+		MaxQueueSize:      int(r.MaxQueueSize),
+		MaxBatchSize:      int(r.MaxBatchSize),
+		MaxBatchDelay:     time.Duration(r.MaxBatchDelayMS) * time.Millisecond,
+		MaxQueuePerClient: int(r.MaxQueuePerClient),
+		InferenceTimeout:  time.Duration(r.InferenceTimeout),
 
 		NumInferenceSteps: int(r.NumInferenceSteps),
 		ImageReturnFormat: strings.ToUpper(strings.TrimSpace(r.ImageReturnFormat)),
@@ -259,6 +266,8 @@ func checkScalars(s *Settings) error {
 	}{
 		{"MAX_QUEUE_SIZE", int64(s.MaxQueueSize), 1},
 		{"MAX_BATCH_SIZE", int64(s.MaxBatchSize), 1},
+		{"MAX_BATCH_DELAY_MS", int64(s.MaxBatchDelay / time.Millisecond), 0},
+		{"MAX_QUEUE_PER_CLIENT", int64(s.MaxQueuePerClient), 0},
 		{"TRACE_REGION_SIZE", int64(s.TraceRegionSize), 0},
 		{"MOCK_DEVICES_COUNT", int64(s.MockDevicesCount), map[bool]int64{true: 1, false: 0}[s.Mock]},
 		{"MAX_WORKER_RESTART_COUNT", int64(s.MaxWorkerRestarts), 0},
@@ -388,4 +397,26 @@ func buildGroups(s *Settings, ids optString, idsSource, meshSource string) error
 			meshSource, mesh.Chips(), group, where, chips)
 	}
 	return nil
+}
+
+// ParseClientWeights parses CLIENT_WEIGHTS: comma-separated client=weight pairs, where a
+// client is "api_key" or "jwt:<sub or token_id>" and a weight an integer from 1 to 1000.
+func ParseClientWeights(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		i := strings.LastIndex(part, "=")
+		if i <= 0 {
+			return nil, invalid("CLIENT_WEIGHTS", v, "%q is not client=weight", part)
+		}
+		w, err := strconv.Atoi(strings.TrimSpace(part[i+1:]))
+		if err != nil || w < 1 || w > 1000 {
+			return nil, invalid("CLIENT_WEIGHTS", v, "weight of %q must be an integer from 1 to 1000", part[:i])
+		}
+		out[strings.TrimSpace(part[:i])] = w
+	}
+	return out, nil
 }

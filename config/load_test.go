@@ -504,7 +504,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 46)
+	require.Len(t, vars, 49)
 }
 
 func TestDotenvPrecedence(t *testing.T) {
@@ -587,4 +587,31 @@ func TestOSLookup(t *testing.T) {
 	require.Equal(t, "", v)
 	_, ok = l("JUNK")
 	require.False(t, ok)
+}
+
+func TestParseClientWeights(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    map[string]int
+		wantErr string
+	}{
+		{"", map[string]int{}, ""},
+		{"api_key=2, jwt:team-a=1", map[string]int{"api_key": 2, "jwt:team-a": 1}, ""},
+		{"api_key", nil, `"api_key" is not client=weight`},
+		{"api_key=0", nil, "from 1 to 1000"},
+		{"api_key=x", nil, "from 1 to 1000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseClientWeights(tc.in)
+			if tc.wantErr != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				require.Contains(t, err.Error(), tc.wantErr)
+				require.Contains(t, err.Error(), "CLIENT_WEIGHTS")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }

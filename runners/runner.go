@@ -7,6 +7,7 @@ package runners
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
 )
 
@@ -142,3 +143,21 @@ type Classification struct {
 type CNNResult struct {
 	Top []Classification
 }
+
+// Cost of an image job for the scheduler's wait predictions: its denoising steps.
+func (r *ImageRequest) Cost() float64 { return float64(max(r.NumInferenceSteps, 1)) }
+
+// BatchKey groups image jobs that may share a device batch: the pipeline takes steps,
+// guidance, negative prompts, crop and schedule from the batch's first request, so only
+// requests that agree on them are batched together.
+func (r *ImageRequest) BatchKey() string {
+	return fmt.Sprintf("steps=%d cfg=%g rescale=%g crop=%v neg=%q neg2=%q ts=%v sig=%v",
+		r.NumInferenceSteps, r.GuidanceScale, r.GuidanceRescale, r.CropCoordsTopLeft,
+		r.NegativePrompt, r.NegativePrompt2, r.Timesteps, r.Sigmas)
+}
+
+// Cost of a transcription job: seconds of audio (at least one).
+func (r *AudioRequest) Cost() float64 { return max(r.Duration, 1) }
+
+// Cost of a classification job: one image.
+func (r *CNNRequest) Cost() float64 { return 1 }

@@ -3,69 +3,175 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"time"
 )
 
-// queue is the bounded FIFO shared by one model's workers. Unlike a channel it lets a job
-// that was cancelled while waiting leave at once, so it neither holds a slot nor reaches a
-// device.
+// queue is the bounded queue shared by one model's workers. Jobs wait in one FIFO per client
+// and clients are served round-robin (weighted), so one client's burst cannot starve the
+// others; the total stays within capacity. Unlike a channel it lets a job that was cancelled
+// while waiting leave at once, so it neither holds a slot nor reaches a device.
 type queue struct {
-	mu     sync.Mutex
-	items  []*job
-	cap    int
-	notify chan struct{} // closed and replaced whenever items grow or the queue closes
-	closed bool
+	mu        sync.Mutex
+	cap       int
+	perClient int            // 0: no per-client cap
+	weights   map[string]int // client → jobs served per round (default 1)
+	clients   map[string]*clientQueue
+	ring      []*clientQueue // clients with waiting jobs, in service order
+	next      int            // ring index served next
+	total     int
+	notify    chan struct{} // closed and replaced whenever jobs arrive or the queue closes
+	closed    bool
 }
 
-func newQueue(capacity int) *queue {
-	return &queue{cap: capacity, notify: make(chan struct{})}
+type clientQueue struct {
+	key    string
+	jobs   []*job
+	served int // jobs served in the current round
 }
 
-// push adds j at the tail. It returns false when the queue is full or closed.
-func (q *queue) push(j *job) (ok bool, position int) {
+func newQueue(capacity, perClient int, weights map[string]int) *queue {
+	return &queue{cap: capacity, perClient: perClient, weights: weights,
+		clients: map[string]*clientQueue{}, notify: make(chan struct{})}
+}
+
+// pushResult says why a push failed.
+type pushResult int
+
+const (
+	pushed pushResult = iota
+	pushFull
+	pushClientFull
+	pushClosed
+)
+
+// push adds j at the tail of its client's queue.
+func (q *queue) push(j *job) pushResult {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || len(q.items) >= q.cap {
-		return false, len(q.items)
+	switch {
+	case q.closed:
+		return pushClosed
+	case q.total >= q.cap:
+		return pushFull
 	}
-	q.items = append(q.items, j)
+	c := q.clients[j.client]
+	if q.perClient > 0 && c != nil && len(c.jobs) >= q.perClient {
+		return pushClientFull
+	}
+	if c == nil {
+		c = &clientQueue{key: j.client}
+		q.clients[j.client] = c
+		q.ring = append(q.ring, c)
+	}
+	c.jobs = append(c.jobs, j)
+	q.total++
 	q.wake()
-	return true, len(q.items)
+	return pushed
 }
 
 // remove takes j out of the queue if it is still waiting. It reports whether it was there.
 func (q *queue) remove(j *job) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i, it := range q.items {
+	c := q.clients[j.client]
+	if c == nil {
+		return false
+	}
+	for i, it := range c.jobs {
 		if it == j {
-			copy(q.items[i:], q.items[i+1:])
-			q.items[len(q.items)-1] = nil
-			q.items = q.items[:len(q.items)-1]
+			c.jobs = append(c.jobs[:i], c.jobs[i+1:]...)
+			q.total--
+			q.dropIfEmpty(c)
 			return true
 		}
 	}
 	return false
 }
 
+// dropIfEmpty removes an idle client from the ring. Caller holds mu.
+func (q *queue) dropIfEmpty(c *clientQueue) {
+	if len(c.jobs) > 0 {
+		return
+	}
+	delete(q.clients, c.key)
+	for i, r := range q.ring {
+		if r == c {
+			q.ring = append(q.ring[:i], q.ring[i+1:]...)
+			if q.next > i {
+				q.next--
+			}
+			break
+		}
+	}
+	if q.next >= len(q.ring) {
+		q.next = 0
+	}
+}
+
 // len is the number of waiting jobs.
 func (q *queue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.items)
+	return q.total
 }
 
-// takeBatch blocks until at least one job waits (or ctx ends or the queue closes), then takes
-// up to max jobs greedily without waiting for more, like the Python get_greedy_batch.
-func (q *queue) takeBatch(ctx context.Context, max int) []*job {
+// cost is the summed cost of the waiting jobs.
+func (q *queue) cost() float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var sum float64
+	for _, c := range q.ring {
+		for _, j := range c.jobs {
+			sum += j.cost
+		}
+	}
+	return sum
+}
+
+// popLocked takes the next job in weighted round-robin order whose batch key matches key
+// ("" matches anything). Caller holds mu.
+func (q *queue) popLocked(key string, any bool) *job {
+	for tries := 0; tries < len(q.ring); tries++ {
+		c := q.ring[q.next]
+		for i, j := range c.jobs {
+			if any || j.batchKey == key {
+				c.jobs = append(c.jobs[:i], c.jobs[i+1:]...)
+				q.total--
+				c.served++
+				w := max(q.weights[c.key], 1)
+				if c.served >= w || len(c.jobs) == 0 {
+					c.served = 0
+					q.next = (q.next + 1) % len(q.ring)
+				}
+				q.dropIfEmpty(c)
+				return j
+			}
+			break // only the head of each client's FIFO is eligible: keep per-client order
+		}
+		q.next = (q.next + 1) % len(q.ring)
+	}
+	return nil
+}
+
+// takeBatch blocks until a job waits (or ctx ends or the queue closes), then takes up to max
+// jobs with the same batch key, in fair order. With delay > 0 it waits up to delay for more
+// compatible jobs to fill the batch (Triton's max queue delay).
+func (q *queue) takeBatch(ctx context.Context, max int, delay time.Duration) []*job {
+	var batch []*job
+	var deadline <-chan time.Time
 	for {
 		q.mu.Lock()
-		if len(q.items) > 0 {
-			n := min(max, len(q.items))
-			batch := make([]*job, n)
-			copy(batch, q.items[:n])
-			rest := copy(q.items, q.items[n:])
-			clear(q.items[rest:])
-			q.items = q.items[:rest]
+		if len(batch) == 0 && q.total > 0 {
+			batch = append(batch, q.popLocked("", true))
+		}
+		for len(batch) > 0 && len(batch) < max {
+			j := q.popLocked(batch[0].batchKey, false)
+			if j == nil {
+				break
+			}
+			batch = append(batch, j)
+		}
+		if len(batch) >= max || (len(batch) > 0 && delay <= 0) || (q.closed && len(batch) > 0) {
 			q.mu.Unlock()
 			return batch
 		}
@@ -75,9 +181,19 @@ func (q *queue) takeBatch(ctx context.Context, max int) []*job {
 		}
 		wait := q.notify
 		q.mu.Unlock()
+		if len(batch) > 0 && deadline == nil {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			deadline = t.C
+		}
 		select {
 		case <-ctx.Done():
+			if len(batch) > 0 {
+				return batch
+			}
 			return nil
+		case <-deadline:
+			return batch
 		case <-wait:
 		}
 	}
@@ -87,8 +203,11 @@ func (q *queue) takeBatch(ctx context.Context, max int) []*job {
 func (q *queue) close() []*job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	left := q.items
-	q.items = nil
+	var left []*job
+	for _, c := range q.ring {
+		left = append(left, c.jobs...)
+	}
+	q.ring, q.clients, q.total, q.next = nil, map[string]*clientQueue{}, 0, 0
 	if !q.closed {
 		q.closed = true
 		q.wake()

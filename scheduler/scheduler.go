@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -33,7 +32,42 @@ var (
 	ErrWorkerFailed = errors.New("device worker failed")
 	// ErrUnknownWorker: a reset named a worker id that does not exist (404).
 	ErrUnknownWorker = errors.New("unknown worker")
+	// ErrClientQueueFull: this client already has its per-client share of the queue (429).
+	ErrClientQueueFull = errors.New("too many queued requests for this client")
+	// ErrDeadlineUnreachable: the predicted queue wait plus service time exceeds the job's
+	// deadline, so it is refused now instead of timing out later (429).
+	ErrDeadlineUnreachable = errors.New("request cannot finish before its deadline")
 )
+
+// Rejection is an admission refusal with the time after which a retry is likely admitted.
+type Rejection struct {
+	Err        error
+	RetryAfter time.Duration
+}
+
+func (r *Rejection) Error() string { return r.Err.Error() }
+func (r *Rejection) Unwrap() error { return r.Err }
+
+// Costed requests tell the scheduler their relative cost (denoising steps, seconds of audio,
+// images) so wait predictions scale with the work queued. Requests without it cost 1.
+type Costed interface{ Cost() float64 }
+
+// Batchable requests say which others they may share a device batch with; jobs batch only
+// with jobs of the same key. Requests without it batch with anything.
+type Batchable interface{ BatchKey() string }
+
+type clientKey struct{}
+
+// WithClient tags ctx with the client (API key name or JWT subject) a job is queued under
+// for fair sharing.
+func WithClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+func clientOf(ctx context.Context) string {
+	c, _ := ctx.Value(clientKey{}).(string)
+	return c
+}
 
 // RunnerFactory builds the runner of one device group.
 type RunnerFactory func(group config.DeviceGroup) (runners.Runner, error)
@@ -46,12 +80,15 @@ type Config struct {
 	Groups        []config.DeviceGroup
 	QueueSize     int
 	MaxBatchSize  int
-	StartDelay    time.Duration // between worker starts (NEW_DEVICE_DELAY_SECONDS)
-	Timeout       time.Duration // per request, queue wait included (DEFAULT_INFERENCE_TIMEOUT_SECONDS)
-	MaxRestarts   int           // MAX_WORKER_RESTART_COUNT
-	RestartDelay  time.Duration // pause before re-warming a failed worker (RESET_DEVICE_SLEEP_TIME)
-	CheckInterval time.Duration // health monitor period (WORKER_CHECK_SLEEP_TIMEOUT)
-	Reset         ResetFunc     // optional: resets devices before a worker restarts
+	MaxBatchDelay time.Duration  // wait at most this long to fill a batch (0: greedy, no wait)
+	PerClientCap  int            // max queued jobs per client (0: no cap)
+	ClientWeights map[string]int // jobs per round-robin turn per client (default 1)
+	StartDelay    time.Duration  // between worker starts (NEW_DEVICE_DELAY_SECONDS)
+	Timeout       time.Duration  // per request, queue wait included (DEFAULT_INFERENCE_TIMEOUT_SECONDS)
+	MaxRestarts   int            // MAX_WORKER_RESTART_COUNT
+	RestartDelay  time.Duration  // pause before re-warming a failed worker (RESET_DEVICE_SLEEP_TIME)
+	CheckInterval time.Duration  // health monitor period (WORKER_CHECK_SLEEP_TIMEOUT)
+	Reset         ResetFunc      // optional: resets devices before a worker restarts
 	Logger        *slog.Logger
 }
 
@@ -73,7 +110,8 @@ type Scheduler struct {
 	runCancel context.CancelFunc
 	wg        sync.WaitGroup
 
-	ewmaNanos atomic.Int64 // smoothed service time of one batch
+	rate  rateEstimator
+	stats stats
 }
 
 // New builds a scheduler; Start launches its workers.
@@ -91,7 +129,7 @@ func New(cfg Config, factory RunnerFactory) *Scheduler {
 		cfg:     cfg,
 		factory: factory,
 		log:     cfg.Logger,
-		q:       newQueue(cfg.QueueSize),
+		q:       newQueue(cfg.QueueSize, cfg.PerClientCap, cfg.ClientWeights),
 		byID:    map[string]*worker{},
 	}
 	for _, g := range cfg.Groups {
@@ -128,37 +166,60 @@ func (s *Scheduler) Start(ctx context.Context) {
 
 // job is one accepted request on its way to a terminal outcome.
 type job struct {
-	ctx  context.Context
-	req  any
-	emit func(any) error
-	done chan runners.Outcome // buffered 1: exactly one outcome is ever sent
-	once sync.Once
+	ctx      context.Context
+	req      any
+	emit     func(any) error
+	client   string
+	batchKey string
+	cost     float64
+	started  atomic.Bool          // a worker has handed it to a runner
+	done     chan runners.Outcome // buffered 1: exactly one outcome is ever sent
+	once     sync.Once
 }
 
-func (j *job) finish(o runners.Outcome) {
-	j.once.Do(func() { j.done <- o })
+func (j *job) finish(o runners.Outcome) { j.finishWith(o) }
+
+// finishWith delivers o unless an outcome was delivered already; it reports whether o won.
+func (j *job) finishWith(o runners.Outcome) bool {
+	won := false
+	j.once.Do(func() { j.done <- o; won = true })
+	return won
 }
 
 // Submit queues req and waits for its terminal outcome: a result, or an error wrapping one of
 // the sentinels above (or the runner's own error). emit, when not nil, receives streaming
 // chunks from the worker goroutine; it must not block for long. The job's deadline is the
-// earlier of ctx's and the configured inference timeout.
+// earlier of ctx's and the configured inference timeout. Admission refusals are *Rejection
+// values carrying a Retry-After estimate.
 func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
 	if s.stopping.Load() {
-		return nil, ErrStopping
+		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
 	}
 	if !s.ready.Load() {
-		return nil, ErrNotReady
+		return nil, s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
 	}
 	jctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.cfg.Timeout > 0 {
 		jctx, cancel = context.WithTimeoutCause(ctx, s.cfg.Timeout, ErrTimeout)
 	}
 	defer cancel()
-	j := &job{ctx: jctx, req: req, done: make(chan runners.Outcome, 1)}
+	j := &job{ctx: jctx, req: req, client: clientOf(ctx), cost: 1, done: make(chan runners.Outcome, 1)}
+	if c, ok := req.(Costed); ok && c.Cost() > 0 {
+		j.cost = c.Cost()
+	}
+	if b, ok := req.(Batchable); ok {
+		j.batchKey = b.BatchKey()
+	}
+	if dl, ok := jctx.Deadline(); ok {
+		if wait, known := s.predictWait(j.cost); known && time.Until(dl) < wait {
+			return nil, s.reject(fmt.Errorf("%w: predicted queue wait and service time %s, deadline in %s",
+				ErrDeadlineUnreachable, wait.Round(time.Millisecond), time.Until(dl).Round(time.Millisecond)),
+				&s.stats.rejectedDeadline, s.RetryAfter())
+		}
+	}
 	if emit != nil {
 		j.emit = func(c any) error {
-			if err := jctx.Err(); err != nil {
+			if jctx.Err() != nil {
 				return s.ctxError(jctx)
 			}
 			return emit(c)
@@ -166,23 +227,55 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 	}
 	s.inflight.Add(1)
 	defer s.inflight.Done()
-	if ok, _ := s.q.push(j); !ok {
-		if s.stopping.Load() {
-			return nil, ErrStopping
-		}
-		return nil, ErrQueueFull
+	switch s.q.push(j) {
+	case pushFull:
+		return nil, s.reject(ErrQueueFull, &s.stats.rejectedFull, s.RetryAfter())
+	case pushClientFull:
+		return nil, s.reject(fmt.Errorf("%w (at most %d)", ErrClientQueueFull, s.cfg.PerClientCap), &s.stats.rejectedFull, s.RetryAfter())
+	case pushClosed:
+		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
 	}
+	s.stats.accepted.Add(1)
 	select {
 	case o := <-j.done:
+		if o.Err == nil {
+			s.stats.completed.Add(1)
+		}
 		return o.Value, o.Err
 	case <-jctx.Done():
-		if s.q.remove(j) {
-			s.log.Debug("job left the queue before it ran", "reason", context.Cause(jctx))
-		}
-		// Whatever the worker does later, this job's one outcome is the deadline/cancel.
+		queued := s.q.remove(j)
 		err := s.ctxError(jctx)
-		j.finish(runners.Outcome{Err: err})
-		return nil, err
+		if j.finishWith(runners.Outcome{Err: err}) {
+			s.countCancel(err, queued || !j.started.Load())
+			return nil, err
+		}
+		// The worker delivered an outcome at the same moment: that one stands.
+		o := <-j.done
+		if o.Err != nil {
+			s.countCancel(o.Err, false)
+		} else {
+			s.stats.completed.Add(1)
+		}
+		return o.Value, o.Err
+	}
+}
+
+func (s *Scheduler) reject(err error, counter *atomic.Int64, retry time.Duration) error {
+	counter.Add(1)
+	return &Rejection{Err: err, RetryAfter: retry}
+}
+
+func (s *Scheduler) countCancel(err error, queued bool) {
+	timeout := errors.Is(err, ErrTimeout)
+	switch {
+	case queued && timeout:
+		s.stats.timeoutQueued.Add(1)
+	case queued:
+		s.stats.cancelledQueued.Add(1)
+	case timeout:
+		s.stats.timeoutRunning.Add(1)
+	default:
+		s.stats.cancelledRunning.Add(1)
 	}
 }
 
@@ -207,36 +300,59 @@ func (s *Scheduler) QueueLen() int { return s.q.len() }
 // QueueCap is MAX_QUEUE_SIZE.
 func (s *Scheduler) QueueCap() int { return s.cfg.QueueSize }
 
-// RetryAfter estimates when a rejected client should come back: the time the ready workers need
-// to drain the current queue at the measured batch service time, at least 1 s, at most 120 s.
+// RetryAfter estimates when a refused client should come back: the time until a queue slot
+// frees, which is when the first busy worker is predicted to finish its batch (its start plus
+// the batch's cost at the measured per-worker rate). Before anything was measured it is 1 s;
+// it is at least 1 ms and at most 120 s.
 func (s *Scheduler) RetryAfter() time.Duration {
-	per := time.Duration(s.ewmaNanos.Load())
-	if per <= 0 {
-		per = time.Second
+	workers := s.readyWorkers()
+	drain, jobCost, ok := s.rate.drain(workers)
+	if !ok {
+		return time.Second
 	}
-	ready := 0
+	perWorker := drain / float64(workers)
+	now := time.Now()
+	var first time.Duration = -1
 	for _, w := range s.workers {
-		if w.isReady() {
-			ready++
+		start, cost, busy := w.current()
+		if !busy {
+			continue
+		}
+		left := start.Add(time.Duration(cost / perWorker * float64(time.Second))).Sub(now)
+		if left < 0 { // overrunning its estimate: expect it soon
+			left = time.Duration(0.1 * jobCost / perWorker * float64(time.Second))
+		}
+		if first < 0 || left < first {
+			first = left
 		}
 	}
-	ready = max(ready, 1)
-	batches := math.Ceil(float64(s.q.len()+1) / float64(s.cfg.MaxBatchSize))
-	d := time.Duration(batches * float64(per) / float64(ready))
-	return min(max(d, time.Second), 120*time.Second)
+	if first < 0 { // nobody busy: one average job over the drain rate
+		first = time.Duration(jobCost / drain * float64(time.Second))
+	}
+	return min(max(first, time.Millisecond), 120*time.Second)
 }
 
-func (s *Scheduler) observe(d time.Duration) {
-	for {
-		old := s.ewmaNanos.Load()
-		next := int64(d)
-		if old > 0 {
-			next = int64(0.8*float64(old) + 0.2*float64(d))
-		}
-		if s.ewmaNanos.CompareAndSwap(old, next) {
-			return
+// predictWait is the predicted time until a new job of the given cost finishes: the queued
+// cost drained by all ready workers, plus its own service time on one worker.
+func (s *Scheduler) predictWait(cost float64) (time.Duration, bool) {
+	workers := s.readyWorkers()
+	drain, _, ok := s.rate.drain(workers)
+	if !ok {
+		return 0, false
+	}
+	perWorker := drain / float64(workers)
+	secs := s.q.cost()/drain + cost/perWorker
+	return time.Duration(secs * float64(time.Second)), true
+}
+
+func (s *Scheduler) readyWorkers() int {
+	n := 0
+	for _, w := range s.workers {
+		if w.isReady() {
+			n++
 		}
 	}
+	return max(n, 1)
 }
 
 // WorkerStatus is one worker's state, as /tt-liveness shows it.

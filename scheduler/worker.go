@@ -34,6 +34,15 @@ type worker struct {
 	restartCount int
 	errorCount   int
 	lastError    string
+	busySince    time.Time // start of the running batch; zero when idle
+	busyCost     float64
+}
+
+// current reports the running batch's start and cost.
+func (w *worker) current() (time.Time, float64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.busySince, w.busyCost, !w.busySince.IsZero()
 }
 
 func (w *worker) status() WorkerStatus {
@@ -193,7 +202,7 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 		}
 	}()
 	for waitCtx.Err() == nil {
-		batch := w.s.q.takeBatch(waitCtx, w.s.cfg.MaxBatchSize)
+		batch := w.s.q.takeBatch(waitCtx, w.s.cfg.MaxBatchSize, w.s.cfg.MaxBatchDelay)
 		if batch == nil {
 			return nil
 		}
@@ -208,14 +217,17 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 // the batch with ErrWorkerFailed and is returned so the worker restarts.
 func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (crash error) {
 	tasks := make([]runners.Task, 0, len(batch))
+	var cost float64
 	live := make([]*job, 0, len(batch))
 	for _, j := range batch {
 		if j.ctx.Err() != nil { // cancelled while queued: no device time
 			j.finish(runners.Outcome{Err: w.s.ctxError(j.ctx)})
 			continue
 		}
+		j.started.Store(true)
 		tasks = append(tasks, runners.Task{Ctx: j.ctx, Request: j.req, Emit: j.emit})
 		live = append(live, j)
+		cost += j.cost
 	}
 	if len(tasks) == 0 {
 		return nil
@@ -229,9 +241,16 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 			}
 		}
 	}()
+	w.s.stats.deviceRuns.Add(int64(len(tasks)))
 	start := time.Now()
+	w.mu.Lock()
+	w.busySince, w.busyCost = start, cost
+	w.mu.Unlock()
 	outs := r.Run(ctx, tasks)
-	w.s.observe(time.Since(start))
+	took := time.Since(start)
+	w.mu.Lock()
+	w.busySince, w.busyCost = time.Time{}, 0
+	w.mu.Unlock()
 	for i, j := range live {
 		var o runners.Outcome
 		if i < len(outs) {
@@ -251,7 +270,19 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 		}
 		j.finish(o)
 	}
+	if !anyCancelled(live) { // a batch cut short by cancellation says nothing about speed
+		w.s.rate.observe(cost, len(live), took)
+	}
 	return nil
+}
+
+func anyCancelled(jobs []*job) bool {
+	for _, j := range jobs {
+		if j.ctx.Err() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

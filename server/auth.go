@@ -10,6 +10,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
 // maxTokenLen bounds bearer credentials before any parsing (a JWT of ours is ~150 bytes).
@@ -40,19 +42,26 @@ var (
 
 // check validates an Authorization header value.
 func (a *authenticator) check(header string) error {
+	_, err := a.identify(header)
+	return err
+}
+
+// identify validates an Authorization header value and names the client it belongs to (for
+// fair queueing): "api_key" for the static key, or the JWT's sub (else token_id) claim.
+func (a *authenticator) identify(header string) (string, error) {
 	if header == "" {
-		return errNoCredentials
+		return "", errNoCredentials
 	}
 	const prefix = "Bearer "
 	if len(header) > maxTokenLen || !strings.HasPrefix(header, prefix) {
-		return errBadCredentials
+		return "", errBadCredentials
 	}
 	cred := header[len(prefix):]
 	// Hashing first makes the comparison constant-time whatever the lengths.
 	if a.hasKey {
 		h := sha256.Sum256([]byte(cred))
 		if subtle.ConstantTimeCompare(h[:], a.keyHash[:]) == 1 {
-			return nil
+			return "api_key", nil
 		}
 	}
 	if a.jwtSecret != nil && strings.Count(cred, ".") == 2 {
@@ -63,23 +72,31 @@ func (a *authenticator) check(header string) error {
 		if a.requireExp {
 			opts = append(opts, jwt.WithExpirationRequired())
 		}
-		_, err := jwt.Parse(cred, func(*jwt.Token) (any, error) { return a.jwtSecret, nil }, opts...)
+		claims := jwt.MapClaims{}
+		_, err := jwt.ParseWithClaims(cred, claims, func(*jwt.Token) (any, error) { return a.jwtSecret, nil }, opts...)
 		if err == nil {
-			return nil
+			for _, k := range []string{"sub", "token_id"} {
+				if v, ok := claims[k].(string); ok && v != "" {
+					return "jwt:" + v, nil
+				}
+			}
+			return "jwt", nil
 		}
 	}
-	return errBadCredentials
+	return "", errBadCredentials
 }
 
 // requireAuth rejects requests without valid credentials with 401.
 func (s *Server) requireAuth() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if err := s.auth.check(c.GetHeader("Authorization")); err != nil {
+		client, err := s.auth.identify(c.GetHeader("Authorization"))
+		if err != nil {
 			c.Header("WWW-Authenticate", `Bearer realm="tt-media-server"`)
 			c.Error(err) //nolint:errcheck // recorded for the access log
 			c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"detail": err.Error()})
 			return
 		}
+		c.Request = c.Request.WithContext(scheduler.WithClient(c.Request.Context(), client))
 		c.Next()
 	}
 }

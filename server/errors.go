@@ -54,11 +54,17 @@ type fieldError struct {
 // It is the one place where errors become HTTP.
 func (s *Server) classify(err error) (status int, msg string, retryAfter time.Duration) {
 	var ae *apiError
+	var rej *scheduler.Rejection
+	if errors.As(err, &rej) {
+		retryAfter = rej.RetryAfter
+	}
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.msg, ae.retryAfter
 	case errors.Is(err, scheduler.ErrQueueFull):
-		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", s.sched.RetryAfter()
+		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", orDefault(retryAfter, s.sched.RetryAfter())
+	case errors.Is(err, scheduler.ErrClientQueueFull), errors.Is(err, scheduler.ErrDeadlineUnreachable):
+		return http.StatusTooManyRequests, err.Error(), orDefault(retryAfter, s.sched.RetryAfter())
 	case errors.Is(err, scheduler.ErrNotReady):
 		return http.StatusServiceUnavailable, "Model is not ready", 5 * time.Second
 	case errors.Is(err, scheduler.ErrStopping):
@@ -109,9 +115,20 @@ func (s *Server) fail(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, gin.H{"detail": msg})
 }
 
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// setRetryAfter tells the client when to come back: Retry-After in whole seconds (at least 1),
+// retry-after-ms and x-should-retry as the OpenAI SDKs read them.
 func setRetryAfter(c *gin.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	c.Header("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
+	c.Header("retry-after-ms", strconv.FormatInt(max(1, int64(math.Ceil(float64(d)/float64(time.Millisecond)))), 10))
+	c.Header("x-should-retry", "true")
 }

@@ -1,13 +1,17 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -75,6 +79,38 @@ func (s *Server) recovery() gin.HandlerFunc {
 				}
 			}
 		}()
+		c.Next()
+	}
+}
+
+// deadlineHeaders are the client's own time budgets, in seconds: ours, and the one the OpenAI
+// SDKs send for their read timeout.
+var deadlineHeaders = []string{"X-Request-Timeout", "X-Stainless-Read-Timeout"}
+
+// requestDeadline applies the client's time budget to the request's context; the scheduler
+// then uses the earlier of it and DEFAULT_INFERENCE_TIMEOUT_SECONDS.
+func (s *Server) requestDeadline() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var budget time.Duration
+		for _, h := range deadlineHeaders {
+			v := c.GetHeader(h)
+			if v == "" {
+				continue
+			}
+			secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > 86400 {
+				s.fail(c, httpErr(http.StatusBadRequest, "header %s must be a number of seconds in (0, 86400], got %q", h, v))
+				return
+			}
+			if d := time.Duration(secs * float64(time.Second)); budget == 0 || d < budget {
+				budget = d
+			}
+		}
+		if budget > 0 {
+			ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
+			defer cancel()
+			c.Request = c.Request.WithContext(ctx)
+		}
 		c.Next()
 	}
 }

@@ -110,6 +110,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	authed := s.requireAuth()
+	deadline := s.requestDeadline()
 	for _, prefix := range []string{"", "/v1"} {
 		g := r.Group(prefix)
 		switch s.service {
@@ -118,11 +119,11 @@ func (s *Server) routes() *gin.Engine {
 			if prefix == "/v1" {
 				path = "/images/generations"
 			}
-			g.POST(path, authed, s.limitBody(maxJSONBody), s.handleImage)
+			g.POST(path, authed, deadline, s.limitBody(maxJSONBody), s.handleImage)
 		case runners.ServiceAudio:
-			g.POST("/audio/transcriptions", authed, s.limitBody(s.maxAudioBody()), s.handleAudio)
+			g.POST("/audio/transcriptions", authed, deadline, s.limitBody(s.maxAudioBody()), s.handleAudio)
 		case runners.ServiceCNN:
-			g.POST("/cnn/search-image", authed, s.limitBody(maxImageBody), s.handleCNN)
+			g.POST("/cnn/search-image", authed, deadline, s.limitBody(maxImageBody), s.handleCNN)
 		}
 	}
 	r.GET("/tt-liveness", s.handleLiveness)

@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Groups:        settings.DeviceGroups,
 		QueueSize:     settings.MaxQueueSize,
 		MaxBatchSize:  settings.MaxBatchSize,
+		MaxBatchDelay: settings.MaxBatchDelay,
+		PerClientCap:  settings.MaxQueuePerClient,
+		ClientWeights: settings.ClientWeights,
 		StartDelay:    settings.NewDeviceDelay,
 		Timeout:       settings.InferenceTimeout,
 		MaxRestarts:   settings.MaxWorkerRestarts,
@@ -165,4 +168,3 @@ func newLogger(s *config.Settings, stderr io.Writer) (*slog.Logger, func(), erro
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
 }
-

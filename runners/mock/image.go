@@ -1,0 +1,204 @@
+package mock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+
+	"github.com/tenstorrent/tt-media-server-go/runners"
+)
+
+// errBothSchedules is the Python SDXL pipeline's ValueError text.
+const errBothSchedules = "Cannot pass both timesteps and sigmas. Choose one."
+
+// imageRunner is the mock SDXL / SD3.5 device.
+type imageRunner struct {
+	model        string
+	sd35         bool
+	size         int
+	lat          Latency
+	defaultSteps int
+	// randomSeed draws the start-latent seed of an SDXL request without one.
+	randomSeed func() int64
+	closed     atomic.Bool
+}
+
+// NewImage returns the mock SDXL (tt-sdxl-trace) or SD3.5 (tt-sd3.5; any model name containing
+// "sd3") runner, making size×size RGBA pictures. Requests without steps use 20 steps.
+//
+// The picture is a deterministic function of the request: the prompts set the palette, the
+// seed (mixed with the prompts) the composition, the number of steps how much residual noise
+// is left, and the guidance scale the saturation and contrast. As in the Python runners,
+// SD3.5 ignores guidance_scale, prompt_2, timesteps and sigmas and treats a missing seed as 0,
+// while SDXL draws a random seed when none is given and rejects timesteps together with sigmas.
+func NewImage(model string, size int, lat Latency) runners.Runner {
+	return newImage(model, size, lat)
+}
+
+func newImage(model string, size int, lat Latency) *imageRunner {
+	if size <= 0 {
+		size = imageSize
+	}
+	return &imageRunner{
+		model:        model,
+		sd35:         model == RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3"),
+		size:         size,
+		lat:          lat,
+		defaultSteps: defaultSteps,
+		randomSeed:   rand.Int64,
+	}
+}
+
+// Warmup simulates loading the pipeline, then generates the Python runners' warm-up image.
+func (r *imageRunner) Warmup(ctx context.Context) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	if err := sleep(ctx, r.lat.Warmup); err != nil {
+		return fmt.Errorf("%s warm-up: %w", r.model, err)
+	}
+	req := &runners.ImageRequest{Prompt: "Sunrise on a beach", NumInferenceSteps: 1}
+	if !r.sd35 {
+		seed := int64(0)
+		req.Prompt2 = "Mountains in the background"
+		req.NegativePrompt = "low resolution"
+		req.NegativePrompt2 = "blurry"
+		req.GuidanceScale = 5.0
+		req.GuidanceRescale = 0.7
+		req.Seed = &seed
+	}
+	if _, err := r.generate(ctx, req); err != nil {
+		return fmt.Errorf("%s warm-up inference: %w", r.model, err)
+	}
+	return nil
+}
+
+// Run generates one image per task.
+func (r *imageRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
+	if r.closed.Load() {
+		return closedOutcomes(len(tasks))
+	}
+	return runBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
+		req, ok := t.Request.(*runners.ImageRequest)
+		if !ok || req == nil {
+			return nil, fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.model, t.Request)
+		}
+		img, err := r.generate(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &runners.ImageResult{Images: []image.Image{img}}, nil
+	})
+}
+
+// Close marks the runner closed; it is idempotent.
+func (r *imageRunner) Close() error {
+	r.closed.Store(true)
+	return nil
+}
+
+// generate runs the simulated denoising loop and renders the picture.
+func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest) (*image.RGBA, error) {
+	p := r.params(req)
+	if !r.sd35 && req.Timesteps != nil && req.Sigmas != nil {
+		return nil, &badRequest{msg: errBothSchedules}
+	}
+	for step := 0; step < p.steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: cancelled before step %d of %d: %w", r.model, step+1, p.steps, err)
+		}
+		if err := sleep(ctx, r.lat.PerStep); err != nil {
+			return nil, fmt.Errorf("%s: cancelled in step %d of %d: %w", r.model, step+1, p.steps, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: cancelled before VAE decode: %w", r.model, err)
+	}
+	return render(p, r.size), nil
+}
+
+// renderParams are the request's values that shape the picture.
+type renderParams struct {
+	steps    int
+	guidance float64
+	// palette and layout are hashes of what sets the colours and the composition.
+	palette [32]byte
+	layout  uint64
+	detail  uint64
+}
+
+// params resolves the request the way the model's pipeline would, and hashes it.
+func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
+	steps := req.NumInferenceSteps
+	if steps <= 0 {
+		steps = r.defaultSteps
+	}
+	var seed int64
+	guidance := 3.5 // SD3.5 Large's pipeline default; the request's value is ignored
+	h := sha256.New()
+	str := func(s string) {
+		_ = binary.Write(h, binary.LittleEndian, uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	floats := func(fs ...float64) {
+		_ = binary.Write(h, binary.LittleEndian, uint64(len(fs)))
+		for _, f := range fs {
+			_ = binary.Write(h, binary.LittleEndian, math.Float64bits(f))
+		}
+	}
+	if r.sd35 {
+		if req.Seed != nil {
+			seed = *req.Seed
+		}
+		str("sd3.5")
+		str(req.Prompt)
+		str(req.NegativePrompt)
+	} else {
+		switch {
+		case req.Seed != nil:
+			seed = *req.Seed
+		case r.randomSeed != nil:
+			seed = r.randomSeed()
+		}
+		// A custom schedule sets the number of steps, as diffusers' retrieve_timesteps does.
+		if len(req.Timesteps) > 0 {
+			steps = len(req.Timesteps)
+		} else if len(req.Sigmas) > 0 {
+			steps = len(req.Sigmas)
+		}
+		guidance = req.GuidanceScale
+		str("sdxl")
+		str(req.Prompt)
+		str(req.NegativePrompt)
+		str(req.Prompt2)
+		str(req.NegativePrompt2)
+	}
+	var p renderParams
+	p.steps = steps
+	p.guidance = guidance
+	h.Sum(p.palette[:0])
+
+	lh := sha256.New()
+	lh.Write(p.palette[:])
+	_ = binary.Write(lh, binary.LittleEndian, seed)
+	p.layout = binary.LittleEndian.Uint64(lh.Sum(nil))
+
+	// Everything else that changes a real output changes the fine detail (grain, shape jitter).
+	h.Reset()
+	h.Write(p.palette[:])
+	_ = binary.Write(h, binary.LittleEndian, seed)
+	_ = binary.Write(h, binary.LittleEndian, int64(steps))
+	if !r.sd35 {
+		floats(req.GuidanceScale, req.GuidanceRescale, req.CropCoordsTopLeft[0], req.CropCoordsTopLeft[1])
+		floats(req.Timesteps...)
+		floats(req.Sigmas...)
+	}
+	p.detail = binary.LittleEndian.Uint64(h.Sum(nil))
+	return p
+}

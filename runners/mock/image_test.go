@@ -1,0 +1,257 @@
+package mock
+
+import (
+	"context"
+	"errors"
+	"image"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/runners"
+)
+
+func i64(v int64) *int64 { return &v }
+
+// gen runs one request on r and returns its picture.
+func gen(t *testing.T, r runners.Runner, req *runners.ImageRequest) *image.RGBA {
+	t.Helper()
+	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: req}})
+	require.Len(t, out, 1)
+	require.NoError(t, out[0].Err)
+	res, ok := out[0].Value.(*runners.ImageResult)
+	require.True(t, ok, "value is %T", out[0].Value)
+	require.Len(t, res.Images, 1)
+	img, ok := res.Images[0].(*image.RGBA)
+	require.True(t, ok, "image is %T", res.Images[0])
+	return img
+}
+
+// meanAbsDiff is the mean absolute difference of two pictures' RGB levels.
+func meanAbsDiff(a, b *image.RGBA) float64 {
+	var sum int
+	for i := range a.Pix {
+		if i%4 == 3 {
+			continue
+		}
+		d := int(a.Pix[i]) - int(b.Pix[i])
+		sum += max(d, -d)
+	}
+	return float64(sum) / float64(len(a.Pix)*3/4)
+}
+
+func baseRequest() *runners.ImageRequest {
+	return &runners.ImageRequest{Prompt: "a lighthouse at dusk", Seed: i64(42), GuidanceScale: 5, NumInferenceSteps: 20}
+}
+
+func TestImageSizeAndDeterminism(t *testing.T) {
+	for _, model := range []string{RunnerSDXL, RunnerSD35} {
+		t.Run(model, func(t *testing.T) {
+			r := NewImage(model, 200, Latency{})
+			a := gen(t, r, baseRequest())
+			require.Equal(t, image.Rect(0, 0, 200, 200), a.Bounds())
+			opaque := true
+			for i := 3; i < len(a.Pix); i += 4 {
+				opaque = opaque && a.Pix[i] == 255
+			}
+			require.True(t, opaque)
+			// Identical request, fresh runner: identical bytes.
+			b := gen(t, NewImage(model, 200, Latency{}), baseRequest())
+			require.Equal(t, a.Pix, b.Pix)
+		})
+	}
+	r := NewImage(RunnerSDXL, 0, Latency{})
+	require.Equal(t, 1024, gen(t, r, baseRequest()).Bounds().Dx(), "size 0 means the model's 1024")
+	require.Equal(t, 96, gen(t, NewImage(RunnerSDXL, 96, Latency{}), baseRequest()).Bounds().Dx())
+}
+
+func TestImageDependsOnRequest(t *testing.T) {
+	const size = 128
+	tests := []struct {
+		model   string
+		name    string
+		change  func(r *runners.ImageRequest)
+		visible bool // a change in the whole picture, not only its grain
+	}{
+		{RunnerSDXL, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
+		{RunnerSDXL, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
+		{RunnerSDXL, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
+		{RunnerSDXL, "prompt_2", func(r *runners.ImageRequest) { r.Prompt2 = "oil painting" }, true},
+		{RunnerSDXL, "negative prompt_2", func(r *runners.ImageRequest) { r.NegativePrompt2 = "text" }, true},
+		{RunnerSDXL, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 30 }, false},
+		{RunnerSDXL, "guidance", func(r *runners.ImageRequest) { r.GuidanceScale = 12 }, true},
+		{RunnerSDXL, "guidance rescale", func(r *runners.ImageRequest) { r.GuidanceRescale = 0.7 }, false},
+		{RunnerSDXL, "crop", func(r *runners.ImageRequest) { r.CropCoordsTopLeft = [2]float64{0, 64} }, false},
+		{RunnerSDXL, "timesteps", func(r *runners.ImageRequest) { r.Timesteps = []float64{999, 500, 1} }, false},
+		{RunnerSD35, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
+		{RunnerSD35, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
+		{RunnerSD35, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
+		{RunnerSD35, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 28 }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model+"/"+tc.name, func(t *testing.T) {
+			r := NewImage(tc.model, size, Latency{})
+			base := gen(t, r, baseRequest())
+			req := baseRequest()
+			tc.change(req)
+			changed := gen(t, r, req)
+			require.NotEqual(t, base.Pix, changed.Pix)
+			if tc.visible {
+				require.Greater(t, meanAbsDiff(base, changed), 8.0, "mean level difference")
+			}
+		})
+	}
+}
+
+func TestImageModelQuirks(t *testing.T) {
+	sd35 := NewImage(RunnerSD35, 64, Latency{})
+	base := gen(t, sd35, baseRequest())
+
+	t.Run("SD3.5 ignores guidance, prompt_2 and custom schedules", func(t *testing.T) {
+		req := baseRequest()
+		req.GuidanceScale = 17
+		req.GuidanceRescale = 0.5
+		req.Prompt2 = "something else"
+		req.NegativePrompt2 = "and more"
+		req.Timesteps = []float64{900, 100}
+		req.Sigmas = []float64{1, 0.5}
+		require.Equal(t, base.Pix, gen(t, sd35, req).Pix)
+	})
+	t.Run("SD3.5 treats a missing seed as 0", func(t *testing.T) {
+		nilSeed, zero := baseRequest(), baseRequest()
+		nilSeed.Seed, zero.Seed = nil, i64(0)
+		require.Equal(t, gen(t, sd35, zero).Pix, gen(t, sd35, nilSeed).Pix)
+	})
+	t.Run("SDXL draws a random seed when none is given", func(t *testing.T) {
+		sdxl := NewImage(RunnerSDXL, 64, Latency{})
+		req := baseRequest()
+		req.Seed = nil
+		require.NotEqual(t, gen(t, sdxl, req).Pix, gen(t, sdxl, req).Pix)
+	})
+	t.Run("default steps", func(t *testing.T) {
+		for _, model := range []string{RunnerSDXL, RunnerSD35} {
+			r := NewImage(model, 64, Latency{})
+			explicit, unset := baseRequest(), baseRequest()
+			unset.NumInferenceSteps = 0
+			require.Equal(t, gen(t, r, explicit).Pix, gen(t, r, unset).Pix, model)
+		}
+	})
+	t.Run("SDXL custom timesteps set the step count", func(t *testing.T) {
+		r := NewImage(RunnerSDXL, 32, Latency{PerStep: 10 * time.Millisecond})
+		req := baseRequest()
+		req.NumInferenceSteps = 1
+		req.Timesteps = []float64{999, 750, 500, 250, 1}
+		start := time.Now()
+		gen(t, r, req)
+		require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+	})
+}
+
+func TestImageBothSchedules(t *testing.T) {
+	r := NewImage(RunnerSDXL, 64, Latency{PerStep: time.Hour})
+	req := baseRequest()
+	req.Timesteps = []float64{}
+	req.Sigmas = []float64{1.0}
+	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: req}})
+	require.ErrorIs(t, out[0].Err, runners.ErrBadRequest)
+	require.EqualError(t, out[0].Err, "Cannot pass both timesteps and sigmas. Choose one.")
+	require.Nil(t, out[0].Value)
+}
+
+func TestImageCancellation(t *testing.T) {
+	lat := Latency{PerStep: 20 * time.Millisecond}
+	t.Run("mid-steps", func(t *testing.T) {
+		r := NewImage(RunnerSDXL, 64, lat)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		start := time.Now()
+		out := r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: baseRequest()}}) // 20 steps: 400 ms
+		require.Less(t, time.Since(start), 300*time.Millisecond, "20 steps would take 400 ms")
+		require.ErrorIs(t, out[0].Err, context.Canceled)
+		require.ErrorContains(t, out[0].Err, "step")
+	})
+	t.Run("deadline", func(t *testing.T) {
+		r := NewImage(RunnerSD35, 64, lat)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		out := r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: baseRequest()}})
+		require.ErrorIs(t, out[0].Err, context.DeadlineExceeded)
+	})
+	t.Run("latency is steps times PerStep", func(t *testing.T) {
+		r := NewImage(RunnerSDXL, 64, Latency{PerStep: 5 * time.Millisecond})
+		req := baseRequest()
+		req.NumInferenceSteps = 8
+		start := time.Now()
+		gen(t, r, req)
+		require.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond)
+	})
+}
+
+func TestImageBatch(t *testing.T) {
+	const size = 48
+	r := NewImage(RunnerSDXL, size, Latency{PerStep: 5 * time.Millisecond})
+	prompts := []string{"red", "green", "blue", "yellow", "cyan"}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	midway, cancelMid := context.WithCancel(context.Background())
+	time.AfterFunc(30*time.Millisecond, cancelMid)
+	tasks := make([]runners.Task, len(prompts))
+	for i, p := range prompts {
+		req := baseRequest()
+		req.Prompt = p
+		tasks[i] = runners.Task{Ctx: context.Background(), Request: req}
+	}
+	tasks[1].Ctx = cancelled
+	tasks[3].Ctx = midway
+	tasks = append(tasks, runners.Task{Ctx: context.Background(), Request: "not a request"})
+	out := r.Run(context.Background(), tasks)
+	require.Len(t, out, len(tasks))
+	require.ErrorIs(t, out[1].Err, context.Canceled)
+	require.ErrorIs(t, out[3].Err, context.Canceled)
+	require.ErrorContains(t, out[5].Err, "string")
+	single := NewImage(RunnerSDXL, size, Latency{})
+	for _, i := range []int{0, 2, 4} {
+		require.NoError(t, out[i].Err, "task %d", i)
+		got := out[i].Value.(*runners.ImageResult).Images[0].(*image.RGBA)
+		require.Equal(t, gen(t, single, tasks[i].Request.(*runners.ImageRequest)).Pix, got.Pix, "task %d in order", i)
+	}
+
+	t.Run("batch context stops all", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		out := r.Run(ctx, []runners.Task{tasks[0], tasks[2], tasks[4]})
+		for _, o := range out {
+			require.ErrorIs(t, o.Err, context.DeadlineExceeded)
+		}
+	})
+}
+
+func TestImageLifecycle(t *testing.T) {
+	r := NewImage(RunnerSDXL, 32, Latency{Warmup: 30 * time.Millisecond, PerStep: time.Millisecond})
+	start := time.Now()
+	require.NoError(t, r.Warmup(context.Background()))
+	require.GreaterOrEqual(t, time.Since(start), 31*time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, NewImage(RunnerSD35, 32, Latency{Warmup: time.Hour}).Warmup(ctx), context.Canceled)
+
+	require.NoError(t, r.Close())
+	require.NoError(t, r.Close())
+	require.ErrorIs(t, r.Warmup(context.Background()), ErrClosed)
+	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: baseRequest()}, {Ctx: context.Background(), Request: baseRequest()}})
+	require.Len(t, out, 2)
+	for _, o := range out {
+		require.True(t, errors.Is(o.Err, ErrClosed))
+	}
+}
+
+func BenchmarkImageRender1024(b *testing.B) {
+	r := newImage(RunnerSDXL, 1024, Latency{})
+	p := r.params(baseRequest())
+	b.ReportAllocs()
+	for b.Loop() {
+		render(p, 1024)
+	}
+}
