@@ -77,6 +77,7 @@ type rawEnv struct {
 	JWTRequireExp envBool    `envconfig:"JWT_REQUIRE_EXP" default:"false"`
 	HFToken       string     `envconfig:"HF_TOKEN"`
 	ShutdownGrace envSeconds `envconfig:"SHUTDOWN_GRACE_SECONDS" default:"30"`
+	MetricsAuth   envBool    `envconfig:"METRICS_REQUIRE_AUTH" default:"false"`
 
 	TP2      pyTrue `envconfig:"TP2"`
 	SD35Base pyTrue `envconfig:"SD_3_5_BASE"`

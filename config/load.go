@@ -184,6 +184,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		JWTRequireExp: bool(r.JWTRequireExp),
 		HFToken:       r.HFToken,
 		ShutdownGrace: time.Duration(r.ShutdownGrace),
+		MetricsAuth:   bool(r.MetricsAuth),
 
 		TP2:      bool(r.TP2),
 		SD35Base: bool(r.SD35Base),

@@ -94,6 +94,7 @@ type Settings struct {
 	JWTRequireExp bool          // JWT_REQUIRE_EXP: reject tokens without exp, default false
 	HFToken       string        // HF_TOKEN (accepted for compatibility; never logged)
 	ShutdownGrace time.Duration // SHUTDOWN_GRACE_SECONDS, default 30
+	MetricsAuth   bool          // METRICS_REQUIRE_AUTH: /metrics needs the API key too (default false)
 
 	// Raw mesh overrides as read (for liveness/diagnostics): "true", case-insensitively.
 	TP2, SD35Base, SD35Fast bool
@@ -153,6 +154,7 @@ func (s *Settings) Redacted() map[string]any {
 		"DEFAULT_THROTTLE_LEVEL":            s.DefaultThrottleLevel,
 		"MAX_QUEUE_SIZE":                    s.MaxQueueSize,
 		"MAX_BATCH_SIZE":                    s.MaxBatchSize,
+		"METRICS_REQUIRE_AUTH":              s.MetricsAuth,
 		"MAX_BATCH_DELAY_MS":                s.MaxBatchDelay.Milliseconds(),
 		"MAX_QUEUE_PER_CLIENT":              s.MaxQueuePerClient,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,

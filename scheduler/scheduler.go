@@ -89,7 +89,10 @@ type Config struct {
 	RestartDelay  time.Duration  // pause before re-warming a failed worker (RESET_DEVICE_SLEEP_TIME)
 	CheckInterval time.Duration  // health monitor period (WORKER_CHECK_SLEEP_TIMEOUT)
 	Reset         ResetFunc      // optional: resets devices before a worker restarts
-	Logger        *slog.Logger
+	// OnJobDone, when set, hears about every job that reached a runner: its queue wait, the
+	// run time of its batch, and its outcome ("ok", "error" or "cancelled").
+	OnJobDone func(worker string, wait, device time.Duration, outcome string)
+	Logger    *slog.Logger
 }
 
 // Scheduler owns one model's queue and workers.
@@ -172,6 +175,7 @@ type job struct {
 	client   string
 	batchKey string
 	cost     float64
+	queued   time.Time
 	started  atomic.Bool          // a worker has handed it to a runner
 	done     chan runners.Outcome // buffered 1: exactly one outcome is ever sent
 	once     sync.Once
@@ -227,6 +231,7 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 	}
 	s.inflight.Add(1)
 	defer s.inflight.Done()
+	j.queued = time.Now()
 	switch s.q.push(j) {
 	case pushFull:
 		return nil, s.reject(ErrQueueFull, &s.stats.rejectedFull, s.RetryAfter())

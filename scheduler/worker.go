@@ -261,12 +261,20 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 		if o.Err == nil && o.Value == nil {
 			o.Err = fmt.Errorf("%w: worker %q: no result generated", ErrWorkerFailed, w.group.ID)
 		}
+		outcome := "ok"
 		if o.Err != nil && j.ctx.Err() != nil {
 			o.Err = w.s.ctxError(j.ctx)
-		} else if o.Err != nil && !errors.Is(o.Err, runners.ErrBadRequest) {
-			w.mu.Lock()
-			w.errorCount++
-			w.mu.Unlock()
+			outcome = "cancelled"
+		} else if o.Err != nil {
+			outcome = "error"
+			if !errors.Is(o.Err, runners.ErrBadRequest) {
+				w.mu.Lock()
+				w.errorCount++
+				w.mu.Unlock()
+			}
+		}
+		if w.s.cfg.OnJobDone != nil {
+			w.s.cfg.OnJobDone(w.group.ID, start.Sub(j.queued), took, outcome)
 		}
 		j.finish(o)
 	}

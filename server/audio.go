@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -202,22 +203,33 @@ func (s *Server) handleAudio(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	start := time.Now()
 	if !req.Stream {
 		v, err := s.sched.Submit(c.Request.Context(), req, nil)
 		if err != nil {
 			s.fail(c, err)
 			return
 		}
+		s.countTranscribed(req, start)
 		writeJSON(c, http.StatusOK, v)
 		return
 	}
-	s.streamTranscription(c, req)
+	if s.streamTranscription(c, req) {
+		s.countTranscribed(req, start)
+	}
+}
+
+func (s *Server) countTranscribed(req *runners.AudioRequest, start time.Time) {
+	if s.metrics != nil {
+		s.metrics.Transcribed(s.cfg.ModelRunner, req.Duration, time.Since(start))
+	}
 }
 
 // streamTranscription answers NDJSON: one {"text", "chunk_id"} line per chunk, then the full
 // result. Errors before the first chunk get their proper status; an error after the stream
 // has started ends it with a {"detail", "status_code"} line instead of a silent cut.
-func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) {
+// It reports whether the transcription completed.
+func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) bool {
 	ctx := c.Request.Context()
 	chunks := make(chan any, streamBuffer)
 	type final struct {
@@ -270,7 +282,7 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		case ch := <-chunks:
 			if !writeChunk(ch) {
 				<-done
-				return
+				return false
 			}
 		case f := <-done:
 			for drained := false; !drained; {
@@ -284,15 +296,14 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 			if f.err != nil {
 				if !started {
 					s.fail(c, f.err)
-					return
+					return false
 				}
 				status, msg, _ := s.classify(f.err)
 				c.Error(f.err) //nolint:errcheck // recorded for the access log
 				writeLine(map[string]any{"detail": msg, "status_code": status})
-				return
+				return false
 			}
-			writeLine(f.v)
-			return
+			return writeLine(f.v)
 		}
 	}
 }

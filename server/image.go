@@ -116,6 +116,9 @@ func (s *Server) handleImage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if s.metrics != nil {
+		s.metrics.Images(s.cfg.ModelRunner, len(images), req.NumInferenceSteps)
+	}
 	c.JSON(http.StatusOK, gin.H{"images": images})
 }
 

@@ -65,6 +65,24 @@ func (s *Server) accessLog() gin.HandlerFunc {
 	}
 }
 
+// recordMetrics counts every request by its route pattern (not the raw path, so ids and
+// scanners cannot blow up the label set).
+func (s *Server) recordMetrics() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.metrics == nil {
+			c.Next()
+			return
+		}
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.Request(route, c.Request.Method, c.Writer.Status(), time.Since(start))
+	}
+}
+
 // recovery turns a handler panic into a 500 and a logged stack instead of a dropped connection.
 func (s *Server) recovery() gin.HandlerFunc {
 	return func(c *gin.Context) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -41,6 +42,8 @@ type Deps struct {
 	DeepReset func()
 	// Mock reports mock-device mode (shown in /tt-liveness).
 	Mock bool
+	// Metrics, when set, records requests and media units and serves /metrics.
+	Metrics *metrics.Metrics
 }
 
 // Server holds the HTTP handlers.
@@ -53,6 +56,7 @@ type Server struct {
 	engine  *gin.Engine
 	reset   func()
 	mock    bool
+	metrics *metrics.Metrics
 }
 
 // New builds the server and its routes.
@@ -70,6 +74,7 @@ func New(d Deps) *Server {
 		auth:    newAuthenticator(d.Settings.APIKey, d.Settings.JWTSecret, d.Settings.JWTRequireExp),
 		reset:   d.DeepReset,
 		mock:    d.Mock,
+		metrics: d.Metrics,
 	}
 	if s.reset == nil {
 		s.reset = d.Sched.RestartAll
@@ -101,7 +106,7 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recovery())
+	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recordMetrics(), s.recovery())
 	r.NoRoute(func(c *gin.Context) {
 		c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
 	})
@@ -124,6 +129,14 @@ func (s *Server) routes() *gin.Engine {
 			g.POST("/audio/transcriptions", authed, deadline, s.limitBody(s.maxAudioBody()), s.handleAudio)
 		case runners.ServiceCNN:
 			g.POST("/cnn/search-image", authed, deadline, s.limitBody(maxImageBody), s.handleCNN)
+		}
+	}
+	if s.metrics != nil {
+		h := gin.WrapH(s.metrics.Handler())
+		if s.cfg.MetricsAuth {
+			r.GET("/metrics", authed, h)
+		} else {
+			r.GET("/metrics", h)
 		}
 	}
 	r.GET("/tt-liveness", s.handleLiveness)

@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/mock"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
@@ -66,6 +68,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("starting tt-media-server", "settings", settings.Redacted())
 
+	m := metrics.New()
 	sched := scheduler.New(scheduler.Config{
 		Groups:        settings.DeviceGroups,
 		QueueSize:     settings.MaxQueueSize,
@@ -80,13 +83,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		CheckInterval: settings.WorkerCheckInterval,
 		Reset:         resetDevices(settings, log),
 		Logger:        log,
+		OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
+			m.JobDone(settings.ModelRunner, worker, wait, device, outcome)
+		},
 	}, func(g config.DeviceGroup) (runners.Runner, error) {
 		return reg.New(settings.ModelRunner, runners.WorkerSpec{
 			WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings,
 		})
 	})
 
-	srv := server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Logger: log, Mock: mockMode})
+	m.AddSource(settings.ModelRunner, sched)
+	srv := server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Logger: log, Mock: mockMode, Metrics: m})
 	addr := net.JoinHostPort(settings.Host, strconv.Itoa(settings.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,0 +1,167 @@
+// Package metrics defines the server's Prometheus metrics: HTTP requests, queue wait versus
+// device time per model and worker (Triton's split), media units produced, admission
+// rejections, cancellations by stage, worker states and restarts, and Go runtime metrics, on
+// a registry of its own.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
+)
+
+const namespace = "tt_media_server"
+
+// Source is what the metrics read from a model's scheduler at scrape time.
+type Source interface {
+	Stats() scheduler.Stats
+	Workers() map[string]scheduler.WorkerStatus
+	QueueLen() int
+	QueueCap() int
+}
+
+// Metrics holds the collectors of one process.
+type Metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	queueWait    *prometheus.HistogramVec
+	deviceTime   *prometheus.HistogramVec
+	jobs         *prometheus.CounterVec
+	images       *prometheus.CounterVec
+	audioSeconds *prometheus.CounterVec
+	rtf          *prometheus.HistogramVec
+	steps        *prometheus.CounterVec
+}
+
+// latencyBuckets span 1 ms to ~10 min: from a ResNet batch to a long SD3.5 generation.
+var latencyBuckets = prometheus.ExponentialBucketsRange(0.001, 600, 20)
+
+// New registers every collector.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "requests_total",
+			Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "request_duration_seconds",
+			Help: "HTTP request duration by route.", Buckets: latencyBuckets}, []string{"route"}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "queue_wait_seconds",
+			Help: "Time jobs waited in the queue before a worker took them.", Buckets: latencyBuckets}, []string{"model"}),
+		deviceTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "device_seconds",
+			Help: "Time a worker spent running the batch a job was in.", Buckets: latencyBuckets}, []string{"model", "worker"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "jobs_total",
+			Help: "Jobs that reached a worker, by outcome (ok, error, cancelled)."}, []string{"model", "worker", "outcome"}),
+		images: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "images_generated_total",
+			Help: "Images generated."}, []string{"model"}),
+		audioSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "audio_seconds_transcribed_total",
+			Help: "Seconds of audio transcribed."}, []string{"model"}),
+		rtf: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "transcription_real_time_factor",
+			Help: "Processing time divided by audio duration, per transcription.", Buckets: prometheus.ExponentialBucketsRange(0.001, 10, 16)}, []string{"model"}),
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "denoising_steps_total",
+			Help: "Denoising steps run (rate() gives steps per second)."}, []string{"model"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps)
+	return m
+}
+
+// Handler serves /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Request records one HTTP request; route is the matched route pattern, not the raw path.
+func (m *Metrics) Request(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// JobDone records a job that reached a worker (the scheduler's hook).
+func (m *Metrics) JobDone(model, worker string, wait, device time.Duration, outcome string) {
+	m.queueWait.WithLabelValues(model).Observe(wait.Seconds())
+	m.deviceTime.WithLabelValues(model, worker).Observe(device.Seconds())
+	m.jobs.WithLabelValues(model, worker, outcome).Inc()
+}
+
+// Images counts generated images and their denoising steps.
+func (m *Metrics) Images(model string, n, steps int) {
+	m.images.WithLabelValues(model).Add(float64(n))
+	m.steps.WithLabelValues(model).Add(float64(n * steps))
+}
+
+// Transcribed counts transcribed audio and its real-time factor.
+func (m *Metrics) Transcribed(model string, audioSeconds float64, took time.Duration) {
+	m.audioSeconds.WithLabelValues(model).Add(audioSeconds)
+	if audioSeconds > 0 {
+		m.rtf.WithLabelValues(model).Observe(took.Seconds() / audioSeconds)
+	}
+}
+
+// AddSource exports a model's scheduler counters and worker states, read at scrape time.
+func (m *Metrics) AddSource(model string, src Source) {
+	m.reg.MustRegister(&sourceCollector{model: model, src: src})
+}
+
+var (
+	queueDepthDesc = prometheus.NewDesc(namespace+"_queue_depth", "Jobs waiting in the queue.", []string{"model"}, nil)
+	queueCapDesc   = prometheus.NewDesc(namespace+"_queue_capacity", "MAX_QUEUE_SIZE.", []string{"model"}, nil)
+	rejectedDesc   = prometheus.NewDesc(namespace+"_rejections_total", "Requests refused at admission, by reason.", []string{"model", "reason"}, nil)
+	cancelledDesc  = prometheus.NewDesc(namespace+"_cancellations_total", "Jobs ended by client disconnect or deadline, by stage and cause.", []string{"model", "stage", "cause"}, nil)
+	workerDesc     = prometheus.NewDesc(namespace+"_worker_state", "1 for the state each worker is in.", []string{"model", "worker", "state"}, nil)
+	restartsDesc   = prometheus.NewDesc(namespace+"_worker_restarts_total", "Worker restarts (warm-up failures, crashes, resets).", []string{"model", "worker"}, nil)
+	errorsDesc     = prometheus.NewDesc(namespace+"_worker_errors_total", "Worker errors (failed warm-ups, crashes, failed jobs).", []string{"model", "worker"}, nil)
+	drainDesc      = prometheus.NewDesc(namespace+"_drain_rate", "Measured throughput of the ready workers, in cost units per second (steps, audio seconds, images).", []string{"model"}, nil)
+)
+
+// workerStates are the states a worker can be in (see docs/OPERATIONS.md).
+var workerStates = []string{"pending", "starting", "ready", "restarting", "failed", "stopped"}
+
+type sourceCollector struct {
+	model string
+	src   Source
+}
+
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, queueCapDesc, rejectedDesc, cancelledDesc, workerDesc, restartsDesc, errorsDesc, drainDesc} {
+		ch <- d
+	}
+}
+
+func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Stats()
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{c.model}, labels...)...)
+	}
+	cnt := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{c.model}, labels...)...)
+	}
+	g(queueDepthDesc, float64(c.src.QueueLen()))
+	g(queueCapDesc, float64(c.src.QueueCap()))
+	g(drainDesc, st.DrainRate)
+	cnt(rejectedDesc, st.RejectedFull, "queue_full")
+	cnt(rejectedDesc, st.RejectedDeadline, "deadline")
+	cnt(rejectedDesc, st.RejectedNotReady, "not_ready")
+	cnt(rejectedDesc, st.RejectedStopping, "shutting_down")
+	cnt(cancelledDesc, st.CancelledQueued, "queued", "client")
+	cnt(cancelledDesc, st.CancelledRunning, "running", "client")
+	cnt(cancelledDesc, st.TimeoutQueued, "queued", "deadline")
+	cnt(cancelledDesc, st.TimeoutRunning, "running", "deadline")
+	for id, w := range c.src.Workers() {
+		for _, s := range workerStates {
+			v := 0.0
+			if w.State == s {
+				v = 1
+			}
+			g(workerDesc, v, id, s)
+		}
+		cnt(restartsDesc, int64(w.RestartCount), id)
+		cnt(errorsDesc, int64(w.ErrorCount), id)
+	}
+}
