@@ -64,7 +64,8 @@ func WithClient(ctx context.Context, client string) context.Context {
 	return context.WithValue(ctx, clientKey{}, client)
 }
 
-func clientOf(ctx context.Context) string {
+// ClientOf returns the client a context was tagged with by WithClient ("" if none).
+func ClientOf(ctx context.Context) string {
 	c, _ := ctx.Value(clientKey{}).(string)
 	return c
 }
@@ -207,7 +208,7 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 		jctx, cancel = context.WithTimeoutCause(ctx, s.cfg.Timeout, ErrTimeout)
 	}
 	defer cancel()
-	j := &job{ctx: jctx, req: req, client: clientOf(ctx), cost: 1, done: make(chan runners.Outcome, 1)}
+	j := &job{ctx: jctx, req: req, client: ClientOf(ctx), cost: 1, done: make(chan runners.Outcome, 1)}
 	if c, ok := req.(Costed); ok && c.Cost() > 0 {
 		j.cost = c.Cost()
 	}

@@ -57,6 +57,7 @@ type Server struct {
 	reset   func()
 	mock    bool
 	metrics *metrics.Metrics
+	idem    *idempotencyStore
 }
 
 // New builds the server and its routes.
@@ -75,6 +76,7 @@ func New(d Deps) *Server {
 		reset:   d.DeepReset,
 		mock:    d.Mock,
 		metrics: d.Metrics,
+		idem:    newIdempotencyStore(),
 	}
 	if s.reset == nil {
 		s.reset = d.Sched.RestartAll
@@ -116,21 +118,19 @@ func (s *Server) routes() *gin.Engine {
 
 	authed := s.requireAuth()
 	deadline := s.requestDeadline()
-	for _, prefix := range []string{"", "/v1"} {
-		g := r.Group(prefix)
-		switch s.service {
-		case runners.ServiceImage:
-			path := "/image/generations"
-			if prefix == "/v1" {
-				path = "/images/generations"
-			}
-			g.POST(path, authed, deadline, s.limitBody(maxJSONBody), s.handleImage)
-		case runners.ServiceAudio:
-			g.POST("/audio/transcriptions", authed, deadline, s.limitBody(s.maxAudioBody()), s.handleAudio)
-		case runners.ServiceCNN:
-			g.POST("/cnn/search-image", authed, deadline, s.limitBody(maxImageBody), s.handleCNN)
+	switch s.service {
+	case runners.ServiceImage:
+		r.POST("/image/generations", authed, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleImage)
+	case runners.ServiceAudio:
+		r.POST("/audio/transcriptions", authed, deadline, s.limitBody(s.maxAudioBody()), s.idempotency(), s.handleAudio)
+	case runners.ServiceCNN:
+		// CNN has no OpenAI counterpart: /v1 serves the Python shape too.
+		for _, prefix := range []string{"", "/v1"} {
+			r.POST(prefix+"/cnn/search-image", authed, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
 		}
 	}
+	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).
+	s.openaiRoutes(r.Group("/v1"))
 	if s.metrics != nil {
 		h := gin.WrapH(s.metrics.Handler())
 		if s.cfg.MetricsAuth {
