@@ -1,0 +1,204 @@
+package audio
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Frame headers: MPEG-1 Layer III 128 kbit/s 44.1 kHz mono, no CRC (417-byte frames), and
+// variants differing in version / layer bits.
+var (
+	hdrMPEG1L3 = []byte{0xFF, 0xFB, 0x90, 0xC0}
+	hdrMPEG2L3 = []byte{0xFF, 0xF3, 0x90, 0xC0} // 22.05 kHz, 128 kbit/s: 72*128000/22050 = 417 bytes
+	hdrMPEG25  = []byte{0xFF, 0xE3, 0x90, 0xC0} // 11.025 kHz
+	hdrMPEG1L2 = []byte{0xFF, 0xFD, 0x90, 0xC0}
+)
+
+// mp3Frames builds n frames with the given header. payload(i) fills frame i after the header
+// (nil: zero side info and main data, which decodes to silence).
+func mp3Frames(hdr []byte, n int, payload func(i int, b []byte)) []byte {
+	h, ok := parseMPEGHeader(hdr)
+	if !ok {
+		panic("bad test header")
+	}
+	var out bytes.Buffer
+	for i := 0; i < n; i++ {
+		f := make([]byte, h.size)
+		copy(f, hdr)
+		if payload != nil {
+			payload(i, f[4:])
+		}
+		out.Write(f)
+	}
+	return out.Bytes()
+}
+
+// xingFrame is an MPEG-1 mono Info frame with a LAME tag recording delay and padding.
+func xingFrame(frames, delay, pad int) []byte {
+	f := mp3Frames(hdrMPEG1L3, 1, nil)
+	x := 4 + 17
+	copy(f[x:], "Info")
+	binary.BigEndian.PutUint32(f[x+4:], 1) // frames field present
+	binary.BigEndian.PutUint32(f[x+8:], uint32(frames))
+	l := x + 12
+	copy(f[l:], "LAME3.100")
+	f[l+21] = byte(delay >> 4)
+	f[l+22] = byte(delay<<4) | byte(pad>>8)
+	f[l+23] = byte(pad)
+	return f
+}
+
+func id3(size int, footer bool) []byte {
+	flags := byte(0)
+	if footer {
+		flags = 0x10
+	}
+	h := []byte{'I', 'D', '3', 4, 0, flags, byte(size >> 21 & 0x7F), byte(size >> 14 & 0x7F), byte(size >> 7 & 0x7F), byte(size & 0x7F)}
+	b := append(h, make([]byte, size)...)
+	if footer {
+		b = append(b, '3', 'D', 'I', 4, 0, flags, h[6], h[7], h[8], h[9])
+	}
+	return b
+}
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+func TestSniff(t *testing.T) {
+	frames := mp3Frames(hdrMPEG1L3, 3, nil)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+		err  error
+		msg  string
+	}{
+		{"wav", makeWAV(t, wavSpec{tag: 1, ch: 1, rate: 16000, bits: 16}, []float64{0}), "wav", nil, ""},
+		{"mp3 frames", frames, "mp3", nil, ""},
+		{"mp3 single frame", frames[:417], "mp3", nil, ""},
+		{"mp3 with id3v2", cat(id3(100, false), frames), "mp3", nil, ""},
+		{"mp3 with id3v2 footer", cat(id3(100, true), frames), "mp3", nil, ""},
+		{"mp3 with two id3v2 tags and padding", cat(id3(10, false), id3(20, false), make([]byte, 300), frames), "mp3", nil, ""},
+		{"mpeg-2.5 is still mp3", mp3Frames(hdrMPEG25, 2, nil), "mp3", nil, ""},
+		{"empty", nil, "", ErrInvalidAudio, "empty audio file"},
+		{"text", []byte("This is not audio, just some text renamed to .mp3\n"), "", ErrUnsupportedFormat, "send WAV"},
+		{"lone sync word", cat(hdrMPEG1L3, []byte("garbage garbage garbage")), "", ErrUnsupportedFormat, "not a recognised"},
+		{"sync word without a second frame", cat(frames[:417], []byte("xxxx")), "", ErrUnsupportedFormat, "not a recognised"},
+		{"id3 without frames", cat(id3(10, false), []byte("plain text after a tag")), "", ErrUnsupportedFormat, "ID3 tag but no MP3"},
+		{"id3 claims too much", id3(10, false)[:15], "", ErrInvalidAudio, "ID3v2 tag claims 20 bytes but only 15 follow"},
+		{"flac", []byte("fLaC\x00\x00\x00\x22"), "flac", nil, ""},
+		{"flac after id3v2", cat(id3(10, false), []byte("fLaC\x00\x00\x00\x22")), "flac", nil, ""},
+		{"ogg opus", []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00OpusHead"), "", ErrUnsupportedFormat, "Ogg Opus is not supported; send WAV (PCM or IEEE float), MP3 or FLAC"},
+		{"ogg vorbis", []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x01vorbis"), "", ErrUnsupportedFormat, "Ogg Vorbis"},
+		{"m4a", []byte("\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00"), "", ErrUnsupportedFormat, "MP4/M4A"},
+		{"webm", []byte{0x1A, 0x45, 0xDF, 0xA3, 0x9F}, "", ErrUnsupportedFormat, "WebM"},
+		{"aac adts", []byte{0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC}, "", ErrUnsupportedFormat, "AAC (ADTS)"},
+		{"aiff", []byte("FORM\x00\x00\x00\x00AIFFCOMM"), "", ErrUnsupportedFormat, "AIFF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Sniff(tc.data)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				require.Contains(t, err.Error(), tc.msg)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestDecodeMP3Synthetic(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		samples int
+		rate    int
+	}{
+		{"10 silent frames", mp3Frames(hdrMPEG1L3, 10, nil), 10 * 1152, 44100},
+		{"id3 + frames + id3v1", cat(id3(50, true), mp3Frames(hdrMPEG1L3, 4, nil), []byte("TAG"), make([]byte, 125)), 4 * 1152, 44100},
+		{"mpeg-2 frames", mp3Frames(hdrMPEG2L3, 6, nil), 6 * 576, 22050},
+		{"info frame + LAME gapless trim", cat(xingFrame(20, 576, 1000), mp3Frames(hdrMPEG1L3, 20, nil)), 20*1152 - 1576, 44100},
+		{"junk between frames is skipped", cat(mp3Frames(hdrMPEG1L3, 3, nil), []byte("junk!"), mp3Frames(hdrMPEG1L3, 3, nil)), 6 * 1152, 44100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Decode(ctx, tc.data, 0, Limits{})
+			require.NoError(t, err)
+			require.Equal(t, FormatMP3, d.Format)
+			require.Equal(t, tc.rate, d.SourceRate)
+			require.Equal(t, 1, d.SourceChannels)
+			require.Len(t, d.Samples, tc.samples)
+			require.InDelta(t, float64(tc.samples)/float64(tc.rate), d.Duration, 1e-12)
+			for _, v := range d.Samples {
+				require.Zero(t, v)
+			}
+		})
+	}
+}
+
+func TestDecodeMP3Rejects(t *testing.T) {
+	ctx := context.Background()
+	noise := func(i int, b []byte) {
+		x := uint32(i*7919 + 1)
+		for j := range b {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			b[j] = byte(x)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		err  error
+		msg  string
+	}{
+		{"mpeg-2.5", mp3Frames(hdrMPEG25, 4, nil), ErrUnsupportedFormat, "MPEG-2.5 MP3 (8/11/12 kHz) is not supported"},
+		{"layer II", mp3Frames(hdrMPEG1L2, 4, nil), ErrUnsupportedFormat, "Layer II"},
+		{"gapless trim larger than the audio", cat(xingFrame(1, 2000, 2000), mp3Frames(hdrMPEG1L3, 1, nil)), ErrInvalidAudio, "trims away"},
+		{"random main data", mp3Frames(hdrMPEG1L3, 40, noise), ErrInvalidAudio, "corrupt MP3 data"},
+		{"only an info frame", xingFrame(0, 0, 0), ErrInvalidAudio, "no complete audio frames"},
+		{"too long", mp3Frames(hdrMPEG1L3, 100, nil), ErrTooLong, "limit is 2 s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(ctx, tc.data, 16000, Limits{MaxDuration: 2})
+			require.ErrorIs(t, err, tc.err)
+			require.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+// TestDecodeMP3Alignment: after gapless trimming the MP3s line up sample-exactly with the WAVs
+// made from the same speech (best cross-correlation at lag 0, same length).
+func TestDecodeMP3Alignment(t *testing.T) {
+	dec := func(name string) []float32 {
+		_, d, err := decodeShared(t, name)
+		require.NoError(t, err)
+		return d.Samples
+	}
+	for wav, mp3 := range map[string]string{
+		"speech_a_16k_s16_mono.wav": "speech_a_22k05_vbr_mono.mp3",
+		"speech_b_16k_s16_mono.wav": slowMP3,
+	} {
+		if raceEnabled && mp3 == slowMP3 {
+			continue
+		}
+		a, b := dec(wav), dec(mp3)
+		require.Len(t, b, len(a))
+		best, bestLag := -1.0, 99
+		for lag := -20; lag <= 20; lag++ {
+			var s float64
+			for i := 100; i < len(a)-100; i += 3 {
+				s += float64(a[i]) * float64(b[i+lag])
+			}
+			if s > best {
+				best, bestLag = s, lag
+			}
+		}
+		require.Zero(t, bestLag, mp3)
+	}
+}
