@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"image"
 	"io"
 	"net/http"
 	"strings"
@@ -126,6 +127,12 @@ func (s *Server) handleImage(c *gin.Context) {
 // given, as the Python server does), encodes each image, and returns them in order. The first
 // failure cancels the other jobs instead of letting them waste device time.
 func (s *Server) generate(ctx context.Context, req *imageRequest) ([]string, error) {
+	return s.generateWith(ctx, req, s.encodeConfigured)
+}
+
+// generateWith is generate with the caller's image encoder (the OpenAI route encodes as the
+// request's output_format asks).
+func (s *Server) generateWith(ctx context.Context, req *imageRequest, encode func(image.Image) ([]byte, error)) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := req.NumberOfImages
@@ -145,7 +152,7 @@ func (s *Server) generate(ctx context.Context, req *imageRequest) ([]string, err
 		go func() {
 			defer wg.Done()
 			var err error
-			if out[i], err = s.generateOne(ctx, &one); err != nil {
+			if out[i], err = s.generateOne(ctx, &one, encode); err != nil {
 				once.Do(func() { firstErr = err; cancel() })
 			}
 		}()
@@ -157,7 +164,7 @@ func (s *Server) generate(ctx context.Context, req *imageRequest) ([]string, err
 	return out, nil
 }
 
-func (s *Server) generateOne(ctx context.Context, req *runners.ImageRequest) (string, error) {
+func (s *Server) generateOne(ctx context.Context, req *runners.ImageRequest, encode func(image.Image) ([]byte, error)) (string, error) {
 	v, err := s.sched.Submit(ctx, req, nil)
 	if err != nil {
 		return "", err
@@ -166,14 +173,17 @@ func (s *Server) generateOne(ctx context.Context, req *runners.ImageRequest) (st
 	if !ok || len(res.Images) == 0 {
 		return "", fmt.Errorf("runner returned %T instead of an image", v)
 	}
-	var enc []byte
-	if strings.EqualFold(s.cfg.ImageReturnFormat, "PNG") {
-		enc, err = imaging.EncodePNG(res.Images[0])
-	} else {
-		enc, err = imaging.EncodeJPEG(res.Images[0], s.cfg.ImageQuality)
-	}
+	enc, err := encode(res.Images[0])
 	if err != nil {
 		return "", fmt.Errorf("encode image: %w", err)
 	}
 	return base64.StdEncoding.EncodeToString(enc), nil
+}
+
+// encodeConfigured encodes as IMAGE_RETURN_FORMAT and IMAGE_QUALITY say.
+func (s *Server) encodeConfigured(img image.Image) ([]byte, error) {
+	if strings.EqualFold(s.cfg.ImageReturnFormat, "PNG") {
+		return imaging.EncodePNG(img)
+	}
+	return imaging.EncodeJPEG(img, s.cfg.ImageQuality)
 }

@@ -1,0 +1,383 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+)
+
+const (
+	// maxOpenAIParts bounds the parts of one upload: the file and OpenAI's fields, some of
+	// them repeated (timestamp_granularities[], include[], chunking_strategy[...]).
+	maxOpenAIParts = 64
+	// maxOpenAIFieldBytes bounds a non-file field (a prompt is at most a few hundred tokens).
+	maxOpenAIFieldBytes = 16 << 10
+)
+
+// openAIAudioRequest is a parsed POST /v1/audio/transcriptions or /v1/audio/translations.
+type openAIAudioRequest struct {
+	task           string
+	file           []byte
+	model          string
+	language       string // ISO-639-1 code, "" = detect
+	prompt         string
+	responseFormat string
+	temperature    float64
+	segments       bool // verbose_json carries segments
+	words          bool // verbose_json carries words
+	stream         bool
+	preprocessing  bool
+}
+
+var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
+
+// parseOpenAIAudio reads the multipart form the OpenAI SDKs send: file, model, language,
+// prompt, response_format, temperature, timestamp_granularities[] (also repeated
+// timestamp_granularities), stream ("true"/"false"), include[] and chunking_strategy ("auto",
+// or chunking_strategy[type]=server_vad with its numbers). Translations take only file,
+// model, prompt, response_format and temperature; like OpenAI's schema, other fields are
+// ignored there. Unknown fields are ignored too; is_preprocessing_enabled is our extension.
+//
+// Accepted and not acted upon (documented): prompt (the runner takes no prompt yet),
+// temperature (decoding is greedy), chunking_strategy (VAD pre-processing always runs when
+// ALLOW_AUDIO_PREPROCESSING is on). Refused: include[]=logprobs (no token log-probabilities
+// from the runner) and diarized_json.
+func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAIAudioRequest, error) {
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "multipart/form-data" {
+		return nil, &openAIError{status: http.StatusUnsupportedMediaType,
+			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", r.Header.Get("Content-Type"))}
+	}
+	if params["boundary"] == "" {
+		return nil, invalidParam("", "multipart/form-data without a boundary")
+	}
+	req := &openAIAudioRequest{task: task, responseFormat: "json", preprocessing: true}
+	var (
+		gotFile, gotModel, gotGranularities bool
+		granularities, include              []string
+		chunking                            = map[string]string{}
+	)
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	for parts := 0; ; parts++ {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, multipartErr(err)
+		}
+		if parts >= maxOpenAIParts {
+			return nil, invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts)
+		}
+		name := p.FormName()
+		if name == "file" {
+			if req.file, err = io.ReadAll(p); err != nil {
+				return nil, multipartErr(err)
+			}
+			gotFile = true
+			continue
+		}
+		raw, err := io.ReadAll(io.LimitReader(p, maxOpenAIFieldBytes+1))
+		if err != nil {
+			return nil, multipartErr(err)
+		}
+		if len(raw) > maxOpenAIFieldBytes {
+			return nil, invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
+		}
+		v := string(raw)
+		translateSkips := task == taskTranslate && name != "model" && name != "prompt" &&
+			name != "response_format" && name != "temperature" && name != "is_preprocessing_enabled"
+		if translateSkips {
+			continue
+		}
+		switch {
+		case name == "model":
+			req.model, gotModel = strings.TrimSpace(v), true
+		case name == "language":
+			req.language = strings.TrimSpace(v)
+		case name == "prompt":
+			req.prompt = v
+		case name == "response_format":
+			req.responseFormat = strings.TrimSpace(v)
+		case name == "temperature":
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0 || f > 1 {
+				return nil, invalidParam("temperature", "temperature must be a number between 0 and 1, got %q", v)
+			}
+			req.temperature = f
+		case name == "timestamp_granularities[]" || name == "timestamp_granularities":
+			gotGranularities = true
+			granularities = append(granularities, strings.TrimSpace(v))
+		case name == "include[]" || name == "include":
+			include = append(include, strings.TrimSpace(v))
+		case name == "stream" || name == "is_preprocessing_enabled":
+			b, ok := parseLaxBool(v)
+			if !ok {
+				return nil, invalidParam(name, "%s must be true or false, got %q", name, v)
+			}
+			if name == "stream" {
+				req.stream = b
+			} else {
+				req.preprocessing = b
+			}
+		case name == "chunking_strategy":
+			chunking["type"] = strings.TrimSpace(v)
+		case strings.HasPrefix(name, "chunking_strategy[") && strings.HasSuffix(name, "]"):
+			chunking[name[len("chunking_strategy["):len(name)-1]] = strings.TrimSpace(v)
+		}
+	}
+	if !gotFile {
+		return nil, invalidParam("file", "you must provide a file parameter (multipart field \"file\")")
+	}
+	if !gotModel || req.model == "" {
+		return nil, invalidParam("model", "you must provide a model parameter")
+	}
+	if err := models.resolve(req.model); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(openAIAudioFormats, req.responseFormat) {
+		return nil, invalidParam("response_format", "response_format %q is not supported; accepted: %s",
+			req.responseFormat, strings.Join(openAIAudioFormats, ", "))
+	}
+	if req.language != "" {
+		code, err := tokenizer.NormalizeLanguage(req.language)
+		if err != nil {
+			return nil, invalidParam("language", "language %q is not supported; use an ISO-639-1 code such as \"en\"", req.language)
+		}
+		req.language = code
+	}
+	for _, g := range granularities {
+		if g != "word" && g != "segment" {
+			return nil, invalidParam("timestamp_granularities", "timestamp_granularities entries must be \"word\" or \"segment\", got %q", g)
+		}
+	}
+	req.words = slices.Contains(granularities, "word")
+	req.segments = !gotGranularities || len(granularities) == 0 || slices.Contains(granularities, "segment")
+	if req.words && req.responseFormat != "verbose_json" {
+		return nil, invalidParam("timestamp_granularities", "timestamp_granularities[]=word requires response_format=verbose_json")
+	}
+	if len(include) > 0 {
+		return nil, invalidParam("include", "include %q is not available: this model reports no token log-probabilities", include[0])
+	}
+	if t, ok := chunking["type"]; ok && t != "auto" && t != "server_vad" {
+		return nil, invalidParam("chunking_strategy", "chunking_strategy must be \"auto\" or {\"type\": \"server_vad\"}, got %q", t)
+	}
+	if req.stream && req.responseFormat != "json" && req.responseFormat != "text" {
+		return nil, invalidParam("stream", "stream=true needs response_format json or text, got %q", req.responseFormat)
+	}
+	return req, nil
+}
+
+// handleOpenAIAudio serves POST /v1/audio/transcriptions and /v1/audio/translations.
+func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		req, err := parseOpenAIAudio(c.Request, task, models)
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		ar, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream, preprocessing: req.preprocessing})
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		start := time.Now()
+		if req.stream {
+			if s.streamOpenAI(c, ar) {
+				s.countTranscribed(ar, start)
+			}
+			return
+		}
+		v, err := s.sched.Submit(c.Request.Context(), ar, nil)
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		res, ok := v.(*runners.TranscriptionResult)
+		if !ok || res == nil {
+			s.failOpenAI(c, fmt.Errorf("runner returned %T instead of a transcription", v))
+			return
+		}
+		if err := checkTranslation(task, res); err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		s.countTranscribed(ar, start)
+		writeTranscript(c, req, res)
+	}
+}
+
+// checkTranslation refuses a translation the runner cannot do: it has no translate task
+// yet, so only speech that is already English (where Whisper's translation is the
+// transcription) is answered; anything else is a 501 instead of a mislabelled transcript.
+func checkTranslation(task string, res *runners.TranscriptionResult) error {
+	if task != taskTranslate {
+		return nil
+	}
+	lang := strings.ToLower(res.Language)
+	if lang == "" || lang == "english" || lang == "en" {
+		return nil
+	}
+	return &openAIError{status: http.StatusNotImplemented, code: "translation_not_supported",
+		msg: fmt.Sprintf("the audio is in %s; translation to English is not supported by this runner yet", res.Language)}
+}
+
+// writeTranscript answers the transcript in the requested response_format.
+func writeTranscript(c *gin.Context, req *openAIAudioRequest, res *runners.TranscriptionResult) {
+	const plain = "text/plain; charset=utf-8"
+	switch req.responseFormat {
+	case "text":
+		c.Data(http.StatusOK, plain, []byte(formatText(res)))
+	case "srt":
+		c.Data(http.StatusOK, plain, []byte(formatSRT(transcriptSpans(res))))
+	case "vtt":
+		c.Data(http.StatusOK, "text/vtt; charset=utf-8", []byte(formatVTT(transcriptSpans(res))))
+	case "verbose_json":
+		if req.words {
+			c.Header("X-Word-Timestamps", "segment-bounds")
+		}
+		writeJSON(c, http.StatusOK, verboseJSON(req.task, res, req.segments, req.words))
+	default:
+		out := simpleTranscript{Text: res.Text}
+		if req.task == taskTranscribe {
+			out.Usage = usageOf(res.Duration)
+		}
+		writeJSON(c, http.StatusOK, out)
+	}
+}
+
+// speakerMarker is the "[SPEAKER_00] " prefix the runners put on the first streamed chunk
+// of each diarized segment (the Python server's NDJSON protocol); it is not transcript text.
+var speakerMarker = regexp.MustCompile(`^\[SPEAKER_\d+\] ?`)
+
+// sseDelta, sseDone and sseError are the stream events as OpenAI sends them.
+type sseDelta struct {
+	Type  string `json:"type"`
+	Delta string `json:"delta"`
+}
+
+type sseDone struct {
+	Type  string         `json:"type"`
+	Text  string         `json:"text"`
+	Usage *durationUsage `json:"usage"`
+}
+
+type sseError struct {
+	Type  string            `json:"type"`
+	Error openAIErrorObject `json:"error"`
+}
+
+// streamOpenAI answers stream=true as OpenAI does: "data: {json}\n\n" events without event:
+// lines or [DONE]: transcript.text.delta for each chunk (words joined by single spaces, the
+// first event always a delta), then transcript.text.done with the runner's final text and
+// the duration usage. An error before the first event gets its status and envelope; after
+// it, a data event with an "error" key (which the SDKs raise) ends the stream. It reports
+// whether the transcription completed.
+func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
+	ctx := c.Request.Context()
+	chunks := make(chan any, streamBuffer)
+	type final struct {
+		v   any
+		err error
+	}
+	done := make(chan final, 1)
+	go func() {
+		v, err := s.sched.Submit(ctx, req, func(ch any) error {
+			select {
+			case chunks <- ch:
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+		done <- final{v, err}
+	}()
+
+	started, deltas := false, 0
+	event := func(v any) bool {
+		data, err := json.Marshal(v)
+		if err != nil {
+			s.log.Error("encode stream event", "request_id", requestID(c), "err", err)
+			return false
+		}
+		if !started {
+			started = true
+			c.Header("Content-Type", "text/event-stream; charset=utf-8")
+			c.Header("Cache-Control", "no-cache")
+			c.Header("X-Accel-Buffering", "no")
+			c.Status(http.StatusOK)
+		}
+		if _, err := fmt.Fprintf(c.Writer, "data: %s\n\n", data); err != nil {
+			return false
+		}
+		c.Writer.Flush()
+		return true
+	}
+	delta := func(ch any) bool {
+		tc, ok := ch.(runners.TranscriptChunk)
+		if !ok {
+			return true
+		}
+		text := strings.TrimSpace(speakerMarker.ReplaceAllString(tc.Text, ""))
+		if text == "" {
+			return true
+		}
+		if deltas > 0 {
+			text = " " + text
+		}
+		deltas++
+		return event(sseDelta{Type: "transcript.text.delta", Delta: text})
+	}
+	for {
+		select {
+		case ch := <-chunks:
+			if !delta(ch) {
+				<-done
+				return false
+			}
+		case f := <-done:
+			for drained := false; !drained; {
+				select {
+				case ch := <-chunks:
+					delta(ch)
+				default:
+					drained = true
+				}
+			}
+			res, ok := f.v.(*runners.TranscriptionResult)
+			if f.err == nil && (!ok || res == nil) {
+				f.err = fmt.Errorf("runner returned %T instead of a transcription", f.v)
+			}
+			if f.err != nil {
+				if !started {
+					s.failOpenAI(c, f.err)
+					return false
+				}
+				e := s.toOpenAIError(f.err)
+				c.Error(f.err) //nolint:errcheck // recorded for the access log
+				event(sseError{Type: "error", Error: openAIErrorObject{
+					Message: e.msg, Type: e.typ, Param: optString(e.param), Code: optString(e.code)}})
+				return false
+			}
+			if deltas == 0 && !event(sseDelta{Type: "transcript.text.delta", Delta: res.Text}) {
+				return false
+			}
+			return event(sseDone{Type: "transcript.text.done", Text: res.Text, Usage: usageOf(res.Duration)})
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"image"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+)
+
+// openAIImageSizes are the sizes the diffusion runners produce: SDXL base and SD3.5 Large
+// both render 1024x1024. "auto" means that size.
+var openAIImageSizes = []string{"1024x1024"}
+
+// maxOpenAIImages caps n as the Python server caps number_of_images.
+const maxOpenAIImages = 4
+
+// openAIImageRequest is a validated POST /v1/images/generations body.
+type openAIImageRequest struct {
+	imageRequest
+	model        string
+	size         string
+	outputFormat string // "png" or "jpeg"
+	jpegQuality  int
+}
+
+// Steps used for OpenAI's quality values; "auto", "standard" and "medium" use
+// NUM_INFERENCE_STEPS.
+const (
+	stepsLowQuality  = 12
+	stepsHighQuality = 40
+)
+
+// parseOpenAIImageRequest reads OpenAI's ImageGenerateParams plus our extensions:
+//
+//   - prompt (required, non-empty), n 1..4, size "auto" or one of openAIImageSizes;
+//   - model: a name of the loaded model (see modelTable) or absent;
+//   - response_format: "b64_json" or absent; "url" is refused (we do not store images);
+//   - output_format: "png" (default, as OpenAI) or "jpeg"; "webp" is refused (no encoder);
+//   - output_compression 0..100: the JPEG quality (0 counts as 1); absent → IMAGE_QUALITY;
+//     ignored for png, as OpenAI ignores it;
+//   - quality: low → 12 steps, high and hd → 40, auto/standard/medium → NUM_INFERENCE_STEPS;
+//   - style (vivid|natural), moderation (low|auto), user: accepted and ignored;
+//   - background: auto or opaque; transparent is refused (the models render no alpha);
+//   - stream: false only (image streaming is not implemented); partial_images is ignored;
+//   - extensions: negative_prompt, seed, steps or num_inference_steps (12..50, override
+//     quality), guidance_scale (1..20).
+func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, error) {
+	b, err := parseBody(data)
+	if err != nil {
+		return nil, err
+	}
+	if defaultSteps < 12 || defaultSteps > 50 {
+		defaultSteps = 20
+	}
+	r := &openAIImageRequest{size: openAIImageSizes[0], outputFormat: "png", jpegQuality: defaultQuality}
+	r.NumberOfImages = 1
+	r.NumInferenceSteps = defaultSteps
+
+	prompt, ok := b.str("prompt", true)
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	if !ok || strings.TrimSpace(prompt) == "" {
+		return nil, invalidParam("prompt", "prompt must be a non-empty string")
+	}
+	r.Prompt = prompt
+	if r.model, _ = b.str("model", false); b.err() == nil {
+		if err := models.resolve(r.model); err != nil {
+			return nil, err
+		}
+	}
+	if v := b.int("n"); v != nil {
+		if *v < 1 || *v > maxOpenAIImages {
+			return nil, invalidParam("n", "n must be between 1 and %d for this model, got %d", maxOpenAIImages, *v)
+		}
+		r.NumberOfImages = int(*v)
+	}
+	if v, ok := b.str("size", false); ok && v != "auto" {
+		if !slices.Contains(openAIImageSizes, v) {
+			return nil, invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(openAIImageSizes, ", "))
+		}
+		r.size = v
+	}
+	if v, ok := b.str("response_format", false); ok {
+		switch v {
+		case "b64_json":
+		case "url":
+			return nil, invalidParam("response_format", "response_format \"url\" is not supported: this server does not store images; use \"b64_json\"")
+		default:
+			return nil, invalidParam("response_format", "response_format must be \"b64_json\", got %q", v)
+		}
+	}
+	if v, ok := b.str("output_format", false); ok {
+		switch v {
+		case "png", "jpeg":
+			r.outputFormat = v
+		default:
+			return nil, invalidParam("output_format", "output_format %q is not supported; accepted: png, jpeg", v)
+		}
+	}
+	if v := b.int("output_compression"); v != nil {
+		if *v < 0 || *v > 100 {
+			return nil, invalidParam("output_compression", "output_compression must be between 0 and 100, got %d", *v)
+		}
+		r.jpegQuality = max(1, int(*v))
+	}
+	if v, ok := b.str("quality", false); ok {
+		switch v {
+		case "auto", "standard", "medium":
+		case "low":
+			r.NumInferenceSteps = stepsLowQuality
+		case "high", "hd":
+			r.NumInferenceSteps = stepsHighQuality
+		default:
+			return nil, invalidParam("quality", "quality must be one of auto, low, medium, high, standard, hd; got %q", v)
+		}
+	}
+	for name, allowed := range map[string][]string{
+		"style":      {"vivid", "natural"},
+		"moderation": {"low", "auto"},
+		"background": {"auto", "opaque"},
+	} {
+		if v, ok := b.str(name, false); ok && !slices.Contains(allowed, v) {
+			return nil, invalidParam(name, "%s %q is not supported; accepted: %s", name, v, strings.Join(allowed, ", "))
+		}
+	}
+	b.str("user", false)
+	if b.bool("stream", false) {
+		return nil, invalidParam("stream", "streaming image generation is not supported; send stream=false")
+	}
+
+	// Extensions.
+	r.NegativePrompt, _ = b.str("negative_prompt", false)
+	if v := b.int("seed"); v != nil {
+		r.Seed = v
+	}
+	for _, name := range []string{"steps", "num_inference_steps"} {
+		if v := b.int(name); v != nil {
+			if *v < 12 || *v > 50 {
+				return nil, invalidParam(name, "%s must be between 12 and 50, got %d", name, *v)
+			}
+			r.NumInferenceSteps = int(*v)
+		}
+	}
+	if v := b.float("guidance_scale", false); v != nil {
+		if *v < 1 || *v > 20 {
+			return nil, invalidParam("guidance_scale", "guidance_scale must be between 1 and 20, got %g", *v)
+		}
+		r.GuidanceScale = *v
+	}
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// openAIImage is one entry of ImagesResponse.data (revised_prompt is dall-e-3 only and
+// never set here, so it is left out).
+type openAIImage struct {
+	B64JSON string `json:"b64_json"`
+}
+
+// openAIImagesResponse is OpenAI's ImagesResponse. usage is left out: diffusion models are
+// not billed in tokens.
+type openAIImagesResponse struct {
+	Created      int64         `json:"created"`
+	Data         []openAIImage `json:"data"`
+	Background   string        `json:"background"`
+	OutputFormat string        `json:"output_format"`
+	Size         string        `json:"size"`
+}
+
+// handleOpenAIImage serves POST /v1/images/generations.
+func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		data, err := io.ReadAll(c.Request.Body)
+		if err != nil {
+			s.failOpenAI(c, bodyErr(err))
+			return
+		}
+		req, err := parseOpenAIImageRequest(data, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		encode := imaging.EncodePNG
+		if req.outputFormat == "jpeg" {
+			q := req.jpegQuality
+			encode = func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
+		}
+		images, err := s.generateWith(c.Request.Context(), &req.imageRequest, encode)
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		if s.metrics != nil {
+			s.metrics.Images(s.cfg.ModelRunner, len(images), req.NumInferenceSteps)
+		}
+		resp := openAIImagesResponse{Created: time.Now().Unix(), Background: "opaque",
+			OutputFormat: req.outputFormat, Size: req.size, Data: make([]openAIImage, len(images))}
+		for i, img := range images {
+			resp.Data[i].B64JSON = img
+		}
+		writeJSON(c, http.StatusOK, resp)
+	}
+}
