@@ -24,6 +24,10 @@ const (
 // ErrUnknownRunner is returned by the registry for a MODEL_RUNNER it does not know.
 var ErrUnknownRunner = errors.New("unknown model runner")
 
+// ErrDeviceLost marks a runner whose device (or worker process) is gone: the worker fails the
+// batch's jobs with 503, resets the group's devices and starts a new runner.
+var ErrDeviceLost = errors.New("device lost")
+
 // ErrBadRequest marks runner-side rejections of a request that the HTTP layer could not
 // check up front (e.g. both timesteps and sigmas); the server answers 400 for them.
 var ErrBadRequest = errors.New("bad request")

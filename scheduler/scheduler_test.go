@@ -358,3 +358,45 @@ func TestStopGraceExpiredFailsQueuedJobs(t *testing.T) {
 	got := []error{<-errs, <-errs}
 	require.True(t, errors.Is(got[0], ErrStopping) || errors.Is(got[1], ErrStopping), "queued job answered with ErrStopping: %v", got)
 }
+
+// lostRunner reports its device lost on the first batch.
+type lostRunner struct{ runs *atomic.Int64 }
+
+func (l *lostRunner) Warmup(context.Context) error { return nil }
+func (l *lostRunner) Close() error                  { return nil }
+func (l *lostRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outcome {
+	out := make([]runners.Outcome, len(tasks))
+	for i := range tasks {
+		if l.runs.Add(1) == 1 {
+			out[i] = runners.Outcome{Err: fmt.Errorf("child exited: %w", runners.ErrDeviceLost)}
+		} else {
+			out[i] = runners.Outcome{Value: "ok"}
+		}
+	}
+	return out
+}
+
+func TestDeviceLostRestartsWorker(t *testing.T) {
+	var runs atomic.Int64
+	var made atomic.Int64
+	var resets atomic.Int64
+	s := New(Config{Groups: []config.DeviceGroup{{ID: "0,1", Devices: []int{0, 1}}}, QueueSize: 4, MaxRestarts: 2,
+		Reset: func(_ context.Context, g []config.DeviceGroup) error {
+			require.Equal(t, "0,1", g[0].ID)
+			resets.Add(1)
+			return nil
+		}},
+		func(config.DeviceGroup) (runners.Runner, error) { made.Add(1); return &lostRunner{runs: &runs}, nil })
+	s.Start(context.Background())
+	defer func() { _ = s.Stop(context.Background()) }()
+	waitFor(t, "ready", s.Ready)
+	_, err := s.Submit(context.Background(), "x", nil)
+	require.ErrorIs(t, err, ErrWorkerFailed)
+	require.ErrorIs(t, err, runners.ErrDeviceLost)
+	waitFor(t, "restarted", func() bool { return s.Workers()["0,1"].RestartCount == 1 && s.Ready() })
+	v, err := s.Submit(context.Background(), "y", nil)
+	require.NoError(t, err)
+	require.Equal(t, "ok", v)
+	require.Equal(t, int64(1), resets.Load())
+	require.Equal(t, int64(2), made.Load())
+}

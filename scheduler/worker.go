@@ -251,6 +251,7 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	w.mu.Lock()
 	w.busySince, w.busyCost = time.Time{}, 0
 	w.mu.Unlock()
+	var lost error
 	for i, j := range live {
 		var o runners.Outcome
 		if i < len(outs) {
@@ -261,8 +262,14 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 		if o.Err == nil && o.Value == nil {
 			o.Err = fmt.Errorf("%w: worker %q: no result generated", ErrWorkerFailed, w.group.ID)
 		}
+		if o.Err != nil && errors.Is(o.Err, runners.ErrDeviceLost) {
+			lost = o.Err
+			if !errors.Is(o.Err, ErrWorkerFailed) {
+				o.Err = fmt.Errorf("%w: worker %q: %w", ErrWorkerFailed, w.group.ID, o.Err)
+			}
+		}
 		outcome := "ok"
-		if o.Err != nil && j.ctx.Err() != nil {
+		if o.Err != nil && j.ctx.Err() != nil && lost == nil {
 			o.Err = w.s.ctxError(j.ctx)
 			outcome = "cancelled"
 		} else if o.Err != nil {
@@ -277,6 +284,9 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 			w.s.cfg.OnJobDone(w.group.ID, start.Sub(j.queued), took, outcome)
 		}
 		j.finish(o)
+	}
+	if lost != nil {
+		return lost
 	}
 	if !anyCancelled(live) { // a batch cut short by cancellation says nothing about speed
 		w.s.rate.observe(cost, len(live), took)
