@@ -78,6 +78,14 @@ type rawEnv struct {
 	HFToken       string     `envconfig:"HF_TOKEN"`
 	ShutdownGrace envSeconds `envconfig:"SHUTDOWN_GRACE_SECONDS" default:"30"`
 	MetricsAuth   envBool    `envconfig:"METRICS_REQUIRE_AUTH" default:"false"`
+	APIKeys       string     `envconfig:"API_KEYS"`
+	APIKeysFile   string     `envconfig:"API_KEYS_FILE"`
+	AdminAPIKey   string     `envconfig:"ADMIN_API_KEY"`
+	JWTPublicKey  string     `envconfig:"JWT_PUBLIC_KEY_FILE"`
+	JWTIssuer     string     `envconfig:"JWT_ISSUER"`
+	JWTAudience   string     `envconfig:"JWT_AUDIENCE"`
+	RateLimit     envFloat   `envconfig:"RATE_LIMIT_PER_SECOND" default:"0"`
+	RateBurst     envInt     `envconfig:"RATE_LIMIT_BURST" default:"0"`
 
 	TP2      pyTrue `envconfig:"TP2"`
 	SD35Base pyTrue `envconfig:"SD_3_5_BASE"`

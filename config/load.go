@@ -116,6 +116,9 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 		return nil, err
 	}
 	s.ClientWeights = weights
+	if err := loadAuth(s, raw.APIKeys); err != nil {
+		return nil, err
+	}
 	if raw.NewDeviceDelaySeconds.set {
 		s.NewDeviceDelay = raw.NewDeviceDelaySeconds.d
 	} else if mock {
@@ -177,14 +180,21 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		LogFile:     r.LogFile,
 		Environment: r.Environment,
 
-		Host:          r.ServiceHost,
-		Port:          int(r.ServicePort),
-		APIKey:        r.APIKey,
-		JWTSecret:     r.JWTSecret,
-		JWTRequireExp: bool(r.JWTRequireExp),
-		HFToken:       r.HFToken,
-		ShutdownGrace: time.Duration(r.ShutdownGrace),
-		MetricsAuth:   bool(r.MetricsAuth),
+		Host:             r.ServiceHost,
+		Port:             int(r.ServicePort),
+		APIKey:           r.APIKey,
+		JWTSecret:        r.JWTSecret,
+		JWTRequireExp:    bool(r.JWTRequireExp),
+		HFToken:          r.HFToken,
+		ShutdownGrace:    time.Duration(r.ShutdownGrace),
+		MetricsAuth:      bool(r.MetricsAuth),
+		APIKeysFile:      r.APIKeysFile,
+		AdminAPIKey:      r.AdminAPIKey,
+		JWTPublicKeyFile: r.JWTPublicKey,
+		JWTIssuer:        r.JWTIssuer,
+		JWTAudience:      r.JWTAudience,
+		RateLimit:        float64(r.RateLimit),
+		RateBurst:        int(r.RateBurst),
 
 		TP2:      bool(r.TP2),
 		SD35Base: bool(r.SD35Base),

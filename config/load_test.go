@@ -504,7 +504,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 50)
+	require.Len(t, vars, 58)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

@@ -95,6 +95,17 @@ type Settings struct {
 	HFToken       string        // HF_TOKEN (accepted for compatibility; never logged)
 	ShutdownGrace time.Duration // SHUTDOWN_GRACE_SECONDS, default 30
 	MetricsAuth   bool          // METRICS_REQUIRE_AUTH: /metrics needs the API key too (default false)
+	// APIKeys maps client names to API keys: "api_key" → API_KEY, plus API_KEYS ("name=key,...")
+	// and API_KEYS_FILE (one "name=key" per line). Names appear in logs, metrics and fair share.
+	APIKeys          map[string]string
+	APIKeysFile      string  // API_KEYS_FILE
+	AdminAPIKey      string  // ADMIN_API_KEY: when set, the only key the maintenance routes accept
+	JWTPublicKeyFile string  // JWT_PUBLIC_KEY_FILE: PEM RSA or EC P-256 public key (RS256 / ES256 tokens)
+	JWTPublicKey     any     // the parsed key (*rsa.PublicKey or *ecdsa.PublicKey)
+	JWTIssuer        string  // JWT_ISSUER: required iss, when set
+	JWTAudience      string  // JWT_AUDIENCE: required aud, when set
+	RateLimit        float64 // RATE_LIMIT_PER_SECOND per client (0: off)
+	RateBurst        int     // RATE_LIMIT_BURST (0: max(1, ceil(rate)))
 
 	// Raw mesh overrides as read (for liveness/diagnostics): "true", case-insensitively.
 	TP2, SD35Base, SD35Fast bool
@@ -155,6 +166,14 @@ func (s *Settings) Redacted() map[string]any {
 		"MAX_QUEUE_SIZE":                    s.MaxQueueSize,
 		"MAX_BATCH_SIZE":                    s.MaxBatchSize,
 		"METRICS_REQUIRE_AUTH":              s.MetricsAuth,
+		"API_KEYS":                          redactKeys(s.APIKeys),
+		"API_KEYS_FILE":                     s.APIKeysFile,
+		"ADMIN_API_KEY":                     redact(s.AdminAPIKey),
+		"JWT_PUBLIC_KEY_FILE":               s.JWTPublicKeyFile,
+		"JWT_ISSUER":                        s.JWTIssuer,
+		"JWT_AUDIENCE":                      s.JWTAudience,
+		"RATE_LIMIT_PER_SECOND":             s.RateLimit,
+		"RATE_LIMIT_BURST":                  s.RateBurst,
 		"MAX_BATCH_DELAY_MS":                s.MaxBatchDelay.Milliseconds(),
 		"MAX_QUEUE_PER_CLIENT":              s.MaxQueuePerClient,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -17,28 +20,96 @@ import (
 // maxTokenLen bounds bearer credentials before any parsing (a JWT of ours is ~150 bytes).
 const maxTokenLen = 8 << 10
 
-// authenticator checks "Authorization: Bearer <credential>": the static API_KEY, compared in
-// constant time, or — when JWT_SECRET is set — an HS256 JWT signed with it.
-type authenticator struct {
-	keyHash    [32]byte
-	hasKey     bool
-	jwtSecret  []byte
-	requireExp bool
+// jwtLeeway tolerates clock skew on exp and nbf.
+const jwtLeeway = 30 * time.Second
+
+// AuthConfig says which credentials are accepted.
+type AuthConfig struct {
+	// Keys maps a client name to its API key ("api_key" → API_KEY, plus API_KEYS entries).
+	Keys map[string]string
+	// AdminKey, when set, is the only key accepted on the maintenance routes.
+	AdminKey string
+	// JWTSecret enables HS256 tokens signed with it.
+	JWTSecret string
+	// JWTPublicKey (*rsa.PublicKey or *ecdsa.PublicKey) enables RS256 or ES256 tokens.
+	JWTPublicKey any
+	// JWTRequireExp refuses tokens without exp; JWTIssuer and JWTAudience, when set, must match.
+	JWTRequireExp bool
+	JWTIssuer     string
+	JWTAudience   string
 }
 
-func newAuthenticator(apiKey, jwtSecret string, requireExp bool) *authenticator {
-	a := &authenticator{hasKey: apiKey != "", requireExp: requireExp}
-	a.keyHash = sha256.Sum256([]byte(apiKey))
-	if jwtSecret != "" {
-		a.jwtSecret = []byte(jwtSecret)
+// authenticator checks "Authorization: Bearer <credential>": a named API key, compared in
+// constant time, or a JWT whose algorithm is pinned by the key it is checked with (HS256 for
+// JWT_SECRET; RS256 or ES256 for a public key), so alg "none" and HS/RS confusion cannot pass.
+type authenticator struct {
+	keys     []namedKey
+	admin    *[32]byte
+	hsSecret []byte
+	pubKey   any
+	pubAlg   string
+	opts     []jwt.ParserOption
+}
+
+type namedKey struct {
+	name string
+	hash [32]byte
+}
+
+func newAuthenticator(c AuthConfig) (*authenticator, error) {
+	a := &authenticator{}
+	for name, key := range c.Keys {
+		if key == "" {
+			continue
+		}
+		a.keys = append(a.keys, namedKey{name: name, hash: sha256.Sum256([]byte(key))})
 	}
-	return a
+	if c.AdminKey != "" {
+		h := sha256.Sum256([]byte(c.AdminKey))
+		a.admin = &h
+	}
+	if c.JWTSecret != "" {
+		a.hsSecret = []byte(c.JWTSecret)
+	}
+	switch k := c.JWTPublicKey.(type) {
+	case nil:
+	case *rsa.PublicKey:
+		a.pubKey, a.pubAlg = k, jwt.SigningMethodRS256.Alg()
+	case *ecdsa.PublicKey:
+		a.pubKey, a.pubAlg = k, jwt.SigningMethodES256.Alg()
+	default:
+		return nil, fmt.Errorf("JWT public key of type %T is not supported (RSA or ECDSA P-256)", k)
+	}
+	a.opts = []jwt.ParserOption{jwt.WithLeeway(jwtLeeway)}
+	if c.JWTRequireExp {
+		a.opts = append(a.opts, jwt.WithExpirationRequired())
+	}
+	if c.JWTIssuer != "" {
+		a.opts = append(a.opts, jwt.WithIssuer(c.JWTIssuer))
+	}
+	if c.JWTAudience != "" {
+		a.opts = append(a.opts, jwt.WithAudience(c.JWTAudience))
+	}
+	return a, nil
 }
 
 var (
 	errNoCredentials  = errors.New("Not authenticated")
 	errBadCredentials = errors.New("Invalid or missing API Key")
+	errNotAdmin       = errors.New("this route needs the admin key (ADMIN_API_KEY)")
 )
+
+// bearer extracts the credential of an Authorization header.
+func bearer(header string) (string, error) {
+	if header == "" {
+		return "", errNoCredentials
+	}
+	const prefix = "Bearer "
+	if len(header) > maxTokenLen || !strings.HasPrefix(header, prefix) {
+		return "", errBadCredentials
+	}
+	return header[len(prefix):], nil
+}
 
 // check validates an Authorization header value.
 func (a *authenticator) check(header string) error {
@@ -47,56 +118,109 @@ func (a *authenticator) check(header string) error {
 }
 
 // identify validates an Authorization header value and names the client it belongs to (for
-// fair queueing): "api_key" for the static key, or the JWT's sub (else token_id) claim.
+// fair queueing, rate limits and logs): the API key's name ("api_key" for API_KEY), or
+// "jwt:" + the token's sub (else token_id) claim.
 func (a *authenticator) identify(header string) (string, error) {
-	if header == "" {
-		return "", errNoCredentials
+	cred, err := bearer(header)
+	if err != nil {
+		return "", err
 	}
-	const prefix = "Bearer "
-	if len(header) > maxTokenLen || !strings.HasPrefix(header, prefix) {
-		return "", errBadCredentials
-	}
-	cred := header[len(prefix):]
-	// Hashing first makes the comparison constant-time whatever the lengths.
-	if a.hasKey {
-		h := sha256.Sum256([]byte(cred))
-		if subtle.ConstantTimeCompare(h[:], a.keyHash[:]) == 1 {
-			return "api_key", nil
+	// Hashing first makes each comparison constant-time whatever the lengths; every key is
+	// compared so the time does not depend on which one matched.
+	h := sha256.Sum256([]byte(cred))
+	match := ""
+	for _, k := range a.keys {
+		if subtle.ConstantTimeCompare(h[:], k.hash[:]) == 1 {
+			match = k.name
 		}
 	}
-	if a.jwtSecret != nil && strings.Count(cred, ".") == 2 {
-		opts := []jwt.ParserOption{
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-			jwt.WithLeeway(30 * time.Second),
-		}
-		if a.requireExp {
-			opts = append(opts, jwt.WithExpirationRequired())
-		}
-		claims := jwt.MapClaims{}
-		_, err := jwt.ParseWithClaims(cred, claims, func(*jwt.Token) (any, error) { return a.jwtSecret, nil }, opts...)
-		if err == nil {
-			for _, k := range []string{"sub", "token_id"} {
-				if v, ok := claims[k].(string); ok && v != "" {
-					return "jwt:" + v, nil
-				}
-			}
-			return "jwt", nil
+	if match != "" {
+		return match, nil
+	}
+	if strings.Count(cred, ".") == 2 {
+		if client, ok := a.verifyJWT(cred); ok {
+			return client, nil
 		}
 	}
 	return "", errBadCredentials
 }
 
-// requireAuth rejects requests without valid credentials with 401.
+// verifyJWT checks a token against each configured key, with the algorithm pinned per key.
+func (a *authenticator) verifyJWT(token string) (string, bool) {
+	try := func(alg string, key any) (string, bool) {
+		claims := jwt.MapClaims{}
+		opts := append([]jwt.ParserOption{jwt.WithValidMethods([]string{alg})}, a.opts...)
+		if _, err := jwt.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return key, nil }, opts...); err != nil {
+			return "", false
+		}
+		for _, k := range []string{"sub", "token_id"} {
+			if v, ok := claims[k].(string); ok && v != "" {
+				return "jwt:" + v, true
+			}
+		}
+		return "jwt", true
+	}
+	if a.hsSecret != nil {
+		if c, ok := try(jwt.SigningMethodHS256.Alg(), a.hsSecret); ok {
+			return c, true
+		}
+	}
+	if a.pubKey != nil {
+		if c, ok := try(a.pubAlg, a.pubKey); ok {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// checkAdmin validates the admin key (maintenance routes when ADMIN_API_KEY is set).
+func (a *authenticator) checkAdmin(header string) error {
+	cred, err := bearer(header)
+	if err != nil {
+		return err
+	}
+	h := sha256.Sum256([]byte(cred))
+	if subtle.ConstantTimeCompare(h[:], a.admin[:]) != 1 {
+		return errNotAdmin
+	}
+	return nil
+}
+
+func unauthorized(c *gin.Context, err error) {
+	c.Header("WWW-Authenticate", `Bearer realm="tt-media-server"`)
+	c.Error(err) //nolint:errcheck // recorded for the access log
+	c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"detail": err.Error()})
+}
+
+// requireAuth rejects requests without valid credentials with 401 and tags the request with
+// its client.
 func (s *Server) requireAuth() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		client, err := s.auth.identify(c.GetHeader("Authorization"))
 		if err != nil {
-			c.Header("WWW-Authenticate", `Bearer realm="tt-media-server"`)
-			c.Error(err) //nolint:errcheck // recorded for the access log
-			c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"detail": err.Error()})
+			unauthorized(c, err)
 			return
 		}
+		c.Set(clientKey, client)
 		c.Request = c.Request.WithContext(scheduler.WithClient(c.Request.Context(), client))
 		c.Next()
 	}
 }
+
+// requireAdmin guards the maintenance routes: the admin key when ADMIN_API_KEY is set,
+// otherwise any valid credential.
+func (s *Server) requireAdmin() gin.HandlerFunc {
+	if s.auth.admin == nil {
+		return s.requireAuth()
+	}
+	return func(c *gin.Context) {
+		if err := s.auth.checkAdmin(c.GetHeader("Authorization")); err != nil {
+			unauthorized(c, err)
+			return
+		}
+		c.Set(clientKey, "admin")
+		c.Next()
+	}
+}
+
+const clientKey = "client"

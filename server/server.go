@@ -58,6 +58,7 @@ type Server struct {
 	mock    bool
 	metrics *metrics.Metrics
 	idem    *idempotencyStore
+	limits  *rateLimiter
 }
 
 // New builds the server and its routes.
@@ -72,7 +73,7 @@ func New(d Deps) *Server {
 		service: d.Service,
 		sched:   d.Sched,
 		log:     log,
-		auth:    newAuthenticator(d.Settings.APIKey, d.Settings.JWTSecret, d.Settings.JWTRequireExp),
+		limits:  newRateLimiter(d.Settings.RateLimit, d.Settings.RateBurst),
 		reset:   d.DeepReset,
 		mock:    d.Mock,
 		metrics: d.Metrics,
@@ -81,6 +82,22 @@ func New(d Deps) *Server {
 	if s.reset == nil {
 		s.reset = d.Sched.RestartAll
 	}
+	keys := d.Settings.APIKeys
+	if keys == nil { // settings built by hand (tests): API_KEY alone
+		keys = map[string]string{"api_key": d.Settings.APIKey}
+	}
+	auth, err := newAuthenticator(AuthConfig{
+		Keys: keys, AdminKey: d.Settings.AdminAPIKey, JWTSecret: d.Settings.JWTSecret,
+		JWTPublicKey: d.Settings.JWTPublicKey, JWTRequireExp: d.Settings.JWTRequireExp,
+		JWTIssuer: d.Settings.JWTIssuer, JWTAudience: d.Settings.JWTAudience,
+	})
+	if err != nil { // config validates the key type; keep serving API keys and HS256 regardless
+		log.Error("JWT public key ignored", "err", err)
+		auth, _ = newAuthenticator(AuthConfig{Keys: keys, AdminKey: d.Settings.AdminAPIKey,
+			JWTSecret: d.Settings.JWTSecret, JWTRequireExp: d.Settings.JWTRequireExp,
+			JWTIssuer: d.Settings.JWTIssuer, JWTAudience: d.Settings.JWTAudience})
+	}
+	s.auth = auth
 	s.engine = s.routes()
 	return s
 }
@@ -117,16 +134,18 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	authed := s.requireAuth()
+	admin := s.requireAdmin()
+	limited := s.rateLimit()
 	deadline := s.requestDeadline()
 	switch s.service {
 	case runners.ServiceImage:
-		r.POST("/image/generations", authed, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleImage)
+		r.POST("/image/generations", authed, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleImage)
 	case runners.ServiceAudio:
-		r.POST("/audio/transcriptions", authed, deadline, s.limitBody(s.maxAudioBody()), s.idempotency(), s.handleAudio)
+		r.POST("/audio/transcriptions", authed, limited, deadline, s.limitBody(s.maxAudioBody()), s.idempotency(), s.handleAudio)
 	case runners.ServiceCNN:
 		// CNN has no OpenAI counterpart: /v1 serves the Python shape too.
 		for _, prefix := range []string{"", "/v1"} {
-			r.POST(prefix+"/cnn/search-image", authed, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
+			r.POST(prefix+"/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
 		}
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).
@@ -141,7 +160,7 @@ func (s *Server) routes() *gin.Engine {
 	}
 	r.GET("/tt-liveness", s.handleLiveness)
 	r.GET("/health", s.handleHealth)
-	r.POST("/tt-deep-reset", authed, s.handleDeepReset)
-	r.POST("/tt-reset-device", authed, s.handleResetDevice)
+	r.POST("/tt-deep-reset", admin, s.handleDeepReset)
+	r.POST("/tt-reset-device", admin, s.handleResetDevice)
 	return r
 }

@@ -173,7 +173,8 @@ func TestAuth(t *testing.T) {
 		{"alg none", "Bearer " + sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{}), errBadCredentials},
 		{"oversized", "Bearer " + strings.Repeat("a", maxTokenLen), errBadCredentials},
 	}
-	a := newAuthenticator("k", "my-secret-string", false)
+	a, err := newAuthenticator(AuthConfig{Keys: map[string]string{"api_key": "k"}, JWTSecret: "my-secret-string"})
+	require.NoError(t, err)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := a.check(tc.header)
@@ -185,11 +186,14 @@ func TestAuth(t *testing.T) {
 		})
 	}
 	t.Run("exp required", func(t *testing.T) {
-		strict := newAuthenticator("k", "my-secret-string", true)
+		strict, err := newAuthenticator(AuthConfig{Keys: map[string]string{"api_key": "k"}, JWTSecret: "my-secret-string", JWTRequireExp: true})
+		require.NoError(t, err)
 		require.Error(t, strict.check("Bearer "+pyToken))
 	})
 	t.Run("no JWT secret means no JWT", func(t *testing.T) {
-		require.Error(t, newAuthenticator("k", "", false).check("Bearer "+pyToken))
+		a, err := newAuthenticator(AuthConfig{Keys: map[string]string{"api_key": "k"}})
+		require.NoError(t, err)
+		require.Error(t, a.check("Bearer "+pyToken))
 	})
 }
 
@@ -417,4 +421,8 @@ func testWAV(rate, n int) []byte {
 		le(uint32(uint16(v)), 2)
 	}
 	return b.Bytes()
+}
+
+func imageOK(context.Context, any, func(any) error) (any, error) {
+	return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 4, 4))}}, nil
 }
