@@ -16,6 +16,11 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
+// maxPromptChars bounds prompts. The text encoders see at most 77 CLIP tokens (T5: 256 for
+// SD3.5); longer prompts are truncated by the tokenizer as diffusers does, so this cap only
+// keeps absurd inputs (megabytes of text) away from the tokenizer.
+const maxPromptChars = 4096
+
 // imageRequest is a validated POST /image/generations body.
 type imageRequest struct {
 	runners.ImageRequest
@@ -33,10 +38,10 @@ func parseImageRequest(data []byte, defaultSteps int) (*imageRequest, error) {
 	if defaultSteps < 12 || defaultSteps > 50 {
 		r.NumInferenceSteps = 20
 	}
-	r.Prompt, _ = b.str("prompt", true)
-	r.NegativePrompt, _ = b.str("negative_prompt", false)
-	r.Prompt2, _ = b.str("prompt_2", false)
-	r.NegativePrompt2, _ = b.str("negative_prompt_2", false)
+	r.Prompt, _ = b.strMax("prompt", true, maxPromptChars)
+	r.NegativePrompt, _ = b.strMax("negative_prompt", false, maxPromptChars)
+	r.Prompt2, _ = b.strMax("prompt_2", false, maxPromptChars)
+	r.NegativePrompt2, _ = b.strMax("negative_prompt_2", false, maxPromptChars)
 	if v := b.int("num_inference_steps"); v != nil {
 		if b.rangeCheck("num_inference_steps", float64(*v), 12, 50, false, rawInput(b, "num_inference_steps")) {
 			r.NumInferenceSteps = int(*v)

@@ -157,7 +157,8 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 	g.GET("/models/*model", auth, s.handleGetModel(models))
 }
 
-// openaiAuth is requireAuth with OpenAI's 401 envelope (code invalid_api_key).
+// openaiAuth is requireAuth with OpenAI's 401 envelope (code invalid_api_key); it tags the
+// request with its client the same way.
 func (s *Server) openaiAuth() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		client, err := s.auth.identify(c.GetHeader("Authorization"))
@@ -170,6 +171,7 @@ func (s *Server) openaiAuth() gin.HandlerFunc {
 			s.failOpenAI(c, &openAIError{status: http.StatusUnauthorized, msg: msg, code: "invalid_api_key"})
 			return
 		}
+		c.Set(clientKey, client)
 		c.Request = c.Request.WithContext(scheduler.WithClient(c.Request.Context(), client))
 		c.Next()
 	}

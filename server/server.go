@@ -8,7 +8,9 @@ package server
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -59,6 +61,38 @@ type Server struct {
 	metrics *metrics.Metrics
 	idem    *idempotencyStore
 	limits  *rateLimiter
+	conns   connTracker
+}
+
+// connTracker remembers connections that have not sent a request yet. http.Server.Shutdown
+// waits up to 5 s for such connections (clients often dial spares they never use), so a
+// graceful stop closes them at once instead.
+type connTracker struct {
+	mu    sync.Mutex
+	fresh map[net.Conn]struct{}
+}
+
+func (t *connTracker) track(c net.Conn, st http.ConnState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fresh == nil {
+		t.fresh = map[net.Conn]struct{}{}
+	}
+	if st == http.StateNew {
+		t.fresh[c] = struct{}{}
+	} else {
+		delete(t.fresh, c)
+	}
+}
+
+// CloseUnusedConns closes connections that never sent a request; call it after Shutdown began.
+func (s *Server) CloseUnusedConns() {
+	s.conns.mu.Lock()
+	defer s.conns.mu.Unlock()
+	for c := range s.conns.fresh {
+		_ = c.Close()
+		delete(s.conns.fresh, c)
+	}
 }
 
 // New builds the server and its routes.
@@ -109,6 +143,7 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // clients without cutting off long uploads or streams.
 func (s *Server) HTTPServer(addr string) *http.Server {
 	return &http.Server{
+		ConnState:         s.conns.track,
 		Addr:              addr,
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -8,7 +8,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// maxListItems bounds list fields (timesteps, sigmas: a schedule has at most 1000 train steps).
+const maxListItems = 1000
 
 // body reads a JSON object field by field with pydantic v2's lax rules (what the Python
 // server's clients rely on: "5" is a fine float, 5.0 a fine int, unknown keys are ignored)
@@ -99,6 +103,18 @@ func (b *body) str(name string, required bool) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// strMax reads a string field of at most max characters (pydantic's max_length).
+func (b *body) strMax(name string, required bool, max int) (string, bool) {
+	s, ok := b.str(name, required)
+	if ok {
+		if n := utf8.RuneCountInString(s); n > max {
+			b.add("string_too_long", []any{name}, fmt.Sprintf("String should have at most %d characters", max), shorten(s), map[string]any{"max_length": max})
+			return "", false
+		}
+	}
+	return s, ok
 }
 
 // float reads a number field (lax: numeric strings are accepted). nil means absent or null.
@@ -229,6 +245,10 @@ func (b *body) floats(name string) []float64 {
 	list, isList := v.([]any)
 	if !isList {
 		b.add("list_type", []any{name}, "Input should be a valid list", v, nil)
+		return nil
+	}
+	if len(list) > maxListItems {
+		b.add("too_long", []any{name}, fmt.Sprintf("List should have at most %d items after validation, not %d", maxListItems, len(list)), nil, map[string]any{"field_type": "List", "max_length": maxListItems, "actual_length": len(list)})
 		return nil
 	}
 	out := make([]float64, 0, len(list))

@@ -24,6 +24,41 @@ const readmeImageBody = `{
   "number_of_images": 1
 }`
 
+// generateV1 posts an OpenAI images request to /v1/images/generations and returns the decoded
+// b64_json images.
+func generateV1(t *testing.T, s *server, body string) [][]byte {
+	t.Helper()
+	r := s.postJSON(t, "/v1/images/generations", body)
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	var out struct {
+		Created int64 `json:"created"`
+		Data    []struct {
+			B64JSON string `json:"b64_json"`
+		} `json:"data"`
+	}
+	r.JSON(t, &out)
+	require.NotZero(t, out.Created)
+	require.NotEmpty(t, out.Data, "no images in %s", r)
+	imgs := make([][]byte, len(out.Data))
+	for i, d := range out.Data {
+		data, err := base64.StdEncoding.DecodeString(d.B64JSON)
+		require.NoErrorf(t, err, "image %d is not standard base64", i)
+		imgs[i] = data
+	}
+	return imgs
+}
+
+// requireImage decodes any supported format and checks the size.
+func requireImage(t *testing.T, data []byte, size int) {
+	t.Helper()
+	img, _, err := image.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	require.Equal(t, size, img.Bounds().Dx())
+	require.Equal(t, size, img.Bounds().Dy())
+}
+
+const v1ImageBody = `{"prompt": "Volcano on a beach", "negative_prompt": "low quality", "seed": 0, "n": 1, "size": "1024x1024"}`
+
 // generate posts an image request that must succeed and returns the decoded images.
 func generate(t *testing.T, s *server, path, body string) [][]byte {
 	t.Helper()
@@ -94,10 +129,12 @@ func TestImageSDXL(t *testing.T) {
 		require.True(t, bytes.Equal(readme, again[0]), "a repeated request gave different bytes")
 	})
 
-	t.Run("v1 route serves the same image", func(t *testing.T) {
-		require.NotNil(t, readme, "the README request failed")
-		v1 := generate(t, s, "/v1/images/generations", readmeImageBody)
-		require.True(t, bytes.Equal(readme, v1[0]), "/v1/images/generations gave different bytes")
+	t.Run("v1 route serves OpenAI's shape, deterministically", func(t *testing.T) {
+		v1 := generateV1(t, s, v1ImageBody)
+		require.Len(t, v1, 1)
+		requireImage(t, v1[0], 1024)
+		again := generateV1(t, s, v1ImageBody)
+		require.True(t, bytes.Equal(v1[0], again[0]), "/v1/images/generations is not deterministic")
 	})
 
 	t.Run("seed and prompt change the image", func(t *testing.T) {
@@ -183,19 +220,19 @@ func TestImageSDXL(t *testing.T) {
 func TestImageSD35(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-sd3.5"})
-	var first []byte
-	for _, path := range []string{"/image/generations", "/v1/images/generations"} {
-		t.Run(path, func(t *testing.T) {
-			imgs := generate(t, s, path, readmeImageBody)
-			require.Len(t, imgs, 1)
-			requireJPEG(t, imgs[0], 1024)
-			if first == nil {
-				first = imgs[0]
-			} else {
-				require.True(t, bytes.Equal(first, imgs[0]), "the two routes gave different images for one request")
-			}
-		})
-	}
+	t.Run("/v1/images/generations", func(t *testing.T) {
+		imgs := generateV1(t, s, v1ImageBody)
+		require.Len(t, imgs, 1)
+		requireImage(t, imgs[0], 1024)
+	})
+	t.Run("/image/generations is deterministic (SD3.5 treats a missing seed as 0)", func(t *testing.T) {
+		body := strings.Replace(readmeImageBody, `"seed": 0,`, ``, 1)
+		first := generate(t, s, "/image/generations", body)
+		require.Len(t, first, 1)
+		requireJPEG(t, first[0], 1024)
+		again := generate(t, s, "/image/generations", body)
+		require.True(t, bytes.Equal(first[0], again[0]), "the same request gave different images")
+	})
 	t.Run("liveness names the runner", func(t *testing.T) {
 		code, body := s.liveness(t)
 		require.Equal(t, http.StatusOK, code)

@@ -35,9 +35,13 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
+		case workerCommand:
+			return runDeviceWorker(ctx, args[1:], stderr)
 		case "-h", "--help", "help":
 			fmt.Fprintln(stderr, "usage: tt-media-server   (configured by environment variables; see README.md)")
 			return nil
+		case "audio-features":
+			return audioFeatures(ctx, args[1:], os.Stdin, os.Stdout, stderr)
 		default:
 			return fmt.Errorf("unknown argument %q (the server is configured by environment variables; see README.md)", args[0])
 		}
@@ -86,11 +90,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
 			m.JobDone(settings.ModelRunner, worker, wait, device, outcome)
 		},
-	}, func(g config.DeviceGroup) (runners.Runner, error) {
-		return reg.New(settings.ModelRunner, runners.WorkerSpec{
-			WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings,
-		})
-	})
+	}, newRunnerFactory(settings, reg, log))
 
 	m.AddSource(settings.ModelRunner, sched)
 	srv := server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Logger: log, Mock: mockMode, Metrics: m})
@@ -122,7 +122,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// are still open, then close the listener and wait for the handlers to write.
 	schedErr := make(chan error, 1)
 	go func() { schedErr <- sched.Stop(grace) }()
-	httpErr := httpSrv.Shutdown(grace)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- httpSrv.Shutdown(grace) }()
+	time.Sleep(50 * time.Millisecond) // let Shutdown close the listener first
+	srv.CloseUnusedConns()
+	httpErr := <-httpDone
 	if err := <-schedErr; err != nil {
 		log.Warn("scheduler stop", "err", err)
 	}
@@ -134,15 +138,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// resetDevices returns the device-reset hook: simulated in mock-device mode, the
-// RESET_DEVICE_COMMAND otherwise.
+// resetDevices returns the device-reset hook: the RESET_DEVICE_COMMAND; simulated in
+// mock-device mode unless mockRunsResetCommand.
 func resetDevices(s *config.Settings, log *slog.Logger) scheduler.ResetFunc {
 	return func(ctx context.Context, groups []config.DeviceGroup) error {
 		ids := make([]string, 0, len(groups))
 		for _, g := range groups {
 			ids = append(ids, g.ID)
 		}
-		if mockMode {
+		if mockMode && !mockRunsResetCommand(s) {
 			log.Info("simulated device reset", "groups", ids)
 			return nil
 		}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/bench"
+)
+
+// imageServer answers /image/generations with number_of_images images after checking the key.
+func imageServer(t *testing.T) *httptest.Server {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer k" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var req struct {
+			N int `json:"number_of_images"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || r.URL.Path != "/image/generations" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"images": make([]string, req.N)})
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestCLIRunSweepAndTargets(t *testing.T) {
+	ts := imageServer(t)
+	dir := t.TempDir()
+	targets := filepath.Join(dir, "targets.json")
+	require.NoError(t, os.WriteFile(targets, []byte(`{"m": {"d": [
+		{"workload": {"kind": "image"}, "concurrency": 2, "targets": {"x": {"success_rate": 1, "units_per_s": 1}}, "source": "test"},
+		{"workload": {"kind": "image"}, "concurrency": 1, "targets": {"x": {"latency_p99_ms": 0.000001}}, "source": "test"}
+	]}}`), 0o644))
+	out := filepath.Join(dir, "out")
+
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"run", "--url", ts.URL, "--token", "k", "--kind", "image", "--images", "3",
+		"--concurrency", "1,2", "--requests", "10", "--warmup-requests", "2", "--out", out,
+		"--targets", targets, "--model", "m", "--device", "d"}, &stdout, &stderr)
+	// c=1 cannot meet a 1 ns p99, so the run fails its targets; c=2 passes its own.
+	require.ErrorIs(t, err, errFailedTargets)
+	s := stdout.String()
+	require.Contains(t, s, "| c=1 | image x3 | c=1 | 10 | 10 | 0 | 200:10 |")
+	require.Contains(t, s, "| c=2 | image x3 | c=2 | 10 | 10 | 0 | 200:10 |")
+	require.Contains(t, s, "| c=2 | x | success_rate | 1 | 1 | 1 | PASS |")
+	require.Contains(t, s, "| c=1 | x | latency_p99_ms |")
+	require.Contains(t, s, "FAIL |")
+
+	files, err := filepath.Glob(filepath.Join(out, "bench_image_*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	md, err := os.ReadFile(filepath.Join(out, "sweep.md"))
+	require.NoError(t, err)
+	require.Contains(t, s, string(md))
+	f, err := os.Open(files[0])
+	require.NoError(t, err)
+	rep, err := bench.ReadJSON(f)
+	f.Close()
+	require.NoError(t, err)
+	require.Equal(t, 10, rep.Completed)
+	require.InDelta(t, 30, rep.Units, 0)
+
+	// check re-reads the saved reports: only the c=2 entry is given, and it passes.
+	stdout.Reset()
+	pass := filepath.Join(dir, "pass.json")
+	require.NoError(t, os.WriteFile(pass, []byte(`{"m": {"d": [
+		{"workload": {"kind": "image"}, "targets": {"x": {"success_rate": 1}}, "source": "test"}]}}`), 0o644))
+	require.NoError(t, run(t.Context(), append([]string{"check", "--targets", pass, "--model", "m", "--device", "d"}, files...), &stdout, &stderr))
+	require.Equal(t, 2, strings.Count(stdout.String(), "PASS"))
+
+	// report re-renders the same table from the saved JSON.
+	stdout.Reset()
+	require.NoError(t, run(t.Context(), append([]string{"report"}, files...), &stdout, &stderr))
+	require.Equal(t, string(md), stdout.String())
+}
+
+func TestCLIOpenLoopAndErrors(t *testing.T) {
+	ts := imageServer(t)
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"run", "--url", ts.URL, "--token", "k", "--rate", "200",
+		"--arrival", "constant", "--requests", "5"}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "| rate=200 | image | rate=200/s constant | 5 | 5 | 0 | 200:5 |")
+
+	for name, args := range map[string][]string{
+		"remote":       {"run", "--url", "http://192.0.2.1:8000", "--concurrency", "1", "--requests", "1"},
+		"both loops":   {"run", "--url", ts.URL, "--concurrency", "1", "--rate", "2", "--requests", "1"},
+		"no bound":     {"run", "--url", ts.URL, "--concurrency", "1"},
+		"bad kind":     {"run", "--url", ts.URL, "--kind", "video", "--concurrency", "1", "--requests", "1"},
+		"bad conc":     {"run", "--url", ts.URL, "--concurrency", "0", "--requests", "1"},
+		"no command":   {},
+		"unknown":      {"frobnicate"},
+		"remote bare":  {"bare", "--listen", "0.0.0.0:0", "--url", ts.URL},
+		"compare many": {"compare", "--url", ts.URL, "--baseline-url", ts.URL, "--concurrency", "1,2", "--requests", "1"},
+	} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		require.Error(t, err, name)
+	}
+	err := run(t.Context(), []string{"run", "--url", "http://192.0.2.1:8000", "--concurrency", "1", "--requests", "1"}, io.Discard, io.Discard)
+	require.ErrorIs(t, err, bench.ErrRemoteTarget)
+}
+
+func TestCLICompare(t *testing.T) {
+	ts := imageServer(t)
+	canned := &bench.Canned{Status: 200, ContentType: "application/json", Body: []byte(`{"images":[""]}`)}
+	bare := httptest.NewServer(bench.BareHandler(canned))
+	defer bare.Close()
+	var stdout bytes.Buffer
+	out := t.TempDir()
+	require.NoError(t, run(t.Context(), []string{"compare", "--url", ts.URL, "--baseline-url", bare.URL, "--token", "k",
+		"--concurrency", "2", "--requests", "20", "--rounds", "1", "--out", out}, &stdout, io.Discard))
+	require.Contains(t, stdout.String(), "| c=2 server #1 |")
+	require.Contains(t, stdout.String(), "| c=2 bare #1 |")
+	require.Regexp(t, `server [0-9.]+ req/s, bare [0-9.]+ req/s, ratio [0-9.]+ \(image, c=2\)`, stdout.String())
+	data, err := os.ReadFile(filepath.Join(out, "compare.json"))
+	require.NoError(t, err)
+	var cmp bench.Comparison
+	require.NoError(t, json.Unmarshal(data, &cmp))
+	require.Positive(t, cmp.Ratio)
+	require.Equal(t, 20, cmp.Server[0].Completed)
+	require.Equal(t, 20, cmp.Baseline[0].Completed)
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/tenstorrent/tt-media-server-go/media/audio"
+)
+
+const audioFeaturesUsage = `usage: tt-media-server audio-features [--n-mels 80|128] [--mel-filters mel_filters.npz] IN OUT
+
+Decodes IN (any audio file the server accepts: WAV, MP3, FLAC), downmixes it, resamples it to
+16 kHz and writes Whisper's log-mel features of its first 30 s to OUT as little-endian float32,
+n_mels rows × 3000 frames, row-major (no header). "-" means stdin / stdout. The filter bank is
+computed (librosa's Slaney bank, equal to whisper's mel_filters.npz); --mel-filters reads it
+from a whisper mel_filters.npz instead.
+`
+
+// audioFeatures runs the audio-features subcommand (args exclude the subcommand name).
+func audioFeatures(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("audio-features", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, audioFeaturesUsage) }
+	nMels := fs.Int("n-mels", 80, "mel bins: 80 (Whisper tiny … large-v2) or 128 (large-v3, turbo)")
+	filtersPath := fs.String("mel-filters", "", "read the filter bank from this whisper mel_filters.npz")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("audio-features: %w", err)
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return fmt.Errorf("audio-features: want IN and OUT, got %d arguments", fs.NArg())
+	}
+	if *nMels != 80 && *nMels != 128 {
+		return fmt.Errorf("audio-features: --n-mels must be 80 or 128, not %d", *nMels)
+	}
+	in, out := fs.Arg(0), fs.Arg(1)
+
+	var lm *audio.LogMel
+	var err error
+	if *filtersPath != "" {
+		var f *audio.MelFilters
+		if f, err = audio.LoadMelFilters(*filtersPath, *nMels); err == nil {
+			lm, err = audio.NewLogMel(f)
+		}
+	} else {
+		lm, err = audio.WhisperLogMel(*nMels)
+	}
+	if err != nil {
+		return fmt.Errorf("audio-features: %w", err)
+	}
+
+	var data []byte
+	if in == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(in)
+	}
+	if err != nil {
+		return fmt.Errorf("audio-features: read input: %w", err)
+	}
+	dec, err := audio.Decode(ctx, data, audio.WhisperSampleRate, audio.Limits{})
+	if err != nil {
+		return fmt.Errorf("audio-features: %s: %w", in, err)
+	}
+	mel, err := lm.Compute(ctx, dec.Samples, nil)
+	if err != nil {
+		return fmt.Errorf("audio-features: %w", err)
+	}
+	buf := make([]byte, 0, 4*len(mel))
+	for _, v := range mel {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	}
+	if out == "-" {
+		_, err = stdout.Write(buf)
+	} else {
+		err = os.WriteFile(out, buf, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("audio-features: write output: %w", err)
+	}
+	note := ""
+	if dec.Duration > audio.WhisperChunkSec {
+		note = fmt.Sprintf(" (only the first %d s are used)", audio.WhisperChunkSec)
+	}
+	fmt.Fprintf(stderr, "audio-features: %s: %s, %d Hz, %d ch, %.3f s%s → %d×%d float32 LE → %s\n",
+		in, dec.Format, dec.SourceRate, dec.SourceChannels, dec.Duration, note, lm.NMels(), audio.WhisperNFrames, out)
+	return nil
+}
