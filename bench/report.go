@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of one measured run (the per-run JSON).
+type Report struct {
+	Label       string       `json:"label"`
+	Target      string       `json:"target"`
+	Workload    WorkloadSpec `json:"workload"`
+	Mode        string       `json:"mode"` // "closed" or "open"
+	Concurrency int          `json:"concurrency,omitempty"`
+	Rate        float64      `json:"rate,omitempty"`
+	Arrival     Arrival      `json:"arrival,omitempty"`
+	StartedAt   time.Time    `json:"started_at"`
+	DurationS   float64      `json:"duration_s"`
+
+	Sent      int `json:"sent"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// Dropped counts open-loop arrivals not sent because MaxInFlight requests were pending.
+	Dropped int `json:"dropped,omitempty"`
+	// Status counts every outcome: HTTP status codes ("200", "429") and transport errors
+	// ("error:timeout", "error:connect", "stream_error:500", ...).
+	Status map[string]int `json:"status"`
+	// Errors holds up to five distinct failure messages.
+	Errors []string `json:"errors,omitempty"`
+
+	RequestsPerS float64 `json:"requests_per_s"`
+	UnitName     string  `json:"unit_name,omitempty"`
+	Units        float64 `json:"units,omitempty"`
+	UnitsPerS    float64 `json:"units_per_s,omitempty"`
+
+	// Latency is end to end (request sent to body read) over completed requests.
+	Latency Summary `json:"latency_ms"`
+	// TTFC is time to first chunk over completed streaming requests.
+	TTFC *Summary `json:"ttfc_ms,omitempty"`
+	// Server is the server's queue-wait versus device-time split from /metrics (when asked
+	// for); ServerError says why it is missing.
+	Server      *ServerTiming `json:"server,omitempty"`
+	ServerError string        `json:"server_error,omitempty"`
+}
+
+func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, elapsed time.Duration) *Report {
+	r := &Report{
+		Label:     cfg.Label,
+		Target:    cfg.BaseURL.String(),
+		Workload:  cfg.Workload.Spec,
+		StartedAt: started.UTC(),
+		DurationS: elapsed.Seconds(),
+		Sent:      len(samples),
+		Dropped:   dropped,
+		Status:    map[string]int{},
+		UnitName:  cfg.Workload.UnitName,
+	}
+	if cfg.Concurrency > 0 {
+		r.Mode, r.Concurrency = "closed", cfg.Concurrency
+	} else {
+		r.Mode, r.Rate, r.Arrival = "open", cfg.Rate, cfg.Arrival
+	}
+	if r.Label == "" {
+		r.Label = r.LoadString()
+	}
+	var lat, ttfc []float64
+	for _, s := range samples {
+		key := s.errKind
+		if key == "" {
+			key = strconv.Itoa(s.status)
+		}
+		r.Status[key]++
+		if !s.ok() {
+			r.Failed++
+			if s.errMsg != "" && len(r.Errors) < 5 && !slices.Contains(r.Errors, s.errMsg) {
+				r.Errors = append(r.Errors, s.errMsg)
+			}
+			continue
+		}
+		r.Completed++
+		r.Units += s.units
+		lat = append(lat, ms(s.latency))
+		if s.ttfc >= 0 {
+			ttfc = append(ttfc, ms(s.ttfc))
+		}
+	}
+	r.Latency = Summarize(lat)
+	if cfg.Workload.Spec.Stream {
+		t := Summarize(ttfc)
+		r.TTFC = &t
+	}
+	if secs := elapsed.Seconds(); secs > 0 {
+		r.RequestsPerS = float64(r.Completed) / secs
+		r.UnitsPerS = r.Units / secs
+	}
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// LoadString describes the offered load: "c=8" or "rate=20/s poisson".
+func (r *Report) LoadString() string {
+	if r.Mode == "open" {
+		return fmt.Sprintf("rate=%s/s %s", strconv.FormatFloat(r.Rate, 'g', -1, 64), r.Arrival)
+	}
+	return "c=" + strconv.Itoa(r.Concurrency)
+}
+
+// StatusString lists the status counts in a stable order: "200:95 429:5".
+func (r *Report) StatusString() string {
+	keys := slices.Sorted(maps.Keys(r.Status))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + strconv.Itoa(r.Status[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// WriteJSON writes r as indented JSON.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("bench: write report: %w", err)
+	}
+	return nil
+}
+
+// ReadJSON reads a report written by WriteJSON.
+func ReadJSON(rd io.Reader) (*Report, error) {
+	var r Report
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("bench: read report: %w", err)
+	}
+	return &r, nil
+}
+
+// WriteMarkdown writes one table row per run: outcome counts, throughput and latency
+// percentiles in milliseconds (TTFC columns show "-" for runs that did not stream). When any
+// run has the server's split, two more columns give its mean queue wait and device time.
+func WriteMarkdown(w io.Writer, reports []*Report) error {
+	var b strings.Builder
+	server := slices.ContainsFunc(reports, func(r *Report) bool { return r.Server != nil })
+	b.WriteString("| run | workload | load | sent | ok | failed | status | req/s | units/s | mean | p50 | p90 | p99 | std | TTFC p50 | TTFC p99 |")
+	sep := "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	if server {
+		b.WriteString(" queue wait | device |")
+		sep += "---:|---:|"
+	}
+	b.WriteString("\n" + sep + "\n")
+	for _, r := range reports {
+		units := "-"
+		if r.UnitName != "" {
+			units = f2(r.UnitsPerS) + " " + r.UnitName
+		}
+		ttfc50, ttfc99 := "-", "-"
+		if r.TTFC != nil {
+			ttfc50, ttfc99 = f1(r.TTFC.P50), f1(r.TTFC.P99)
+		}
+		sent := strconv.Itoa(r.Sent)
+		if r.Dropped > 0 {
+			sent += fmt.Sprintf(" (+%d dropped)", r.Dropped)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+			cell(r.Label), cell(workloadString(r.Workload)), r.LoadString(), sent, r.Completed, r.Failed,
+			cell(r.StatusString()), f2(r.RequestsPerS), units,
+			f1(r.Latency.Mean), f1(r.Latency.P50), f1(r.Latency.P90), f1(r.Latency.P99), f1(r.Latency.Std),
+			ttfc50, ttfc99)
+		if server {
+			if r.Server != nil {
+				fmt.Fprintf(&b, " %s | %s |", f1(r.Server.QueueWaitMeanMs), f1(r.Server.DeviceMeanMs))
+			} else {
+				b.WriteString(" - | - |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("bench: write markdown: %w", err)
+	}
+	return nil
+}
+
+func workloadString(s WorkloadSpec) string {
+	out := string(s.Kind)
+	switch s.Kind {
+	case KindImage:
+		if s.Images > 1 {
+			out += fmt.Sprintf(" x%d", s.Images)
+		}
+	case KindAudio:
+		if s.File != "" {
+			out += " file"
+		} else {
+			secs := s.AudioSeconds
+			if secs == 0 {
+				secs = 5
+			}
+			out += " " + strconv.FormatFloat(secs, 'g', -1, 64) + "s"
+		}
+		if s.Stream {
+			out += " stream"
+		}
+	}
+	if s.Path != "" {
+		out += " " + s.Path
+	}
+	return out
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+func f1(x float64) string  { return strconv.FormatFloat(x, 'f', 1, 64) }
+func f2(x float64) string  { return strconv.FormatFloat(x, 'f', 2, 64) }
