@@ -144,6 +144,9 @@ func decodeBase64(s string) ([]byte, error) {
 			s = s[i+1:]
 		}
 	}
+	if out, err := base64.StdEncoding.DecodeString(s); err == nil { // the common case: one pass
+		return out, nil
+	}
 	s = strings.Map(func(r rune) rune {
 		switch r {
 		case ' ', '\n', '\r', '\t':

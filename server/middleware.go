@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"regexp"
@@ -53,6 +54,9 @@ func (s *Server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
+		if !s.log.Enabled(c.Request.Context(), slog.LevelInfo) {
+			return
+		}
 		attrs := []any{
 			"request_id", requestID(c), "method", c.Request.Method, "path", c.Request.URL.Path,
 			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds(),

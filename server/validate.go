@@ -19,13 +19,20 @@ const maxListItems = 1000
 // and collects FastAPI-style errors for the 422 answer.
 type body struct {
 	raw   map[string]json.RawMessage
-	input any // the decoded body, echoed in "missing" errors as FastAPI does
+	data  []byte
+	input any // the decoded body, echoed in "missing" errors as FastAPI does; decoded lazily
 	errs  []fieldError
 }
 
 // parseBody decodes data as a JSON object. A decode error or a non-object is a 422 in
-// FastAPI's shape.
+// FastAPI's shape. The body is walked once on the happy path (large base64 audio makes every
+// extra pass expensive); the slower diagnostics run only for bad input.
 func parseBody(data []byte) (*body, error) {
+	var raw map[string]json.RawMessage
+	err := json.Unmarshal(data, &raw)
+	if err == nil && raw != nil {
+		return &body{raw: raw, data: data}, nil
+	}
 	var input any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -46,17 +53,23 @@ func parseBody(data []byte) (*body, error) {
 			Input: map[string]any{}, Ctx: map[string]any{"error": "extra data after the JSON value"},
 		}}}
 	}
-	if _, ok := input.(map[string]any); !ok {
-		return nil, &validationError{items: []fieldError{{
-			Type: "model_attributes_type", Loc: []any{"body"},
-			Msg: "Input should be a valid dictionary or object to extract fields from", Input: input,
-		}}}
+	return nil, &validationError{items: []fieldError{{
+		Type: "model_attributes_type", Loc: []any{"body"},
+		Msg: "Input should be a valid dictionary or object to extract fields from", Input: input,
+	}}}
+}
+
+// echo is the decoded body for error messages.
+func (b *body) echo() any {
+	if b.input == nil {
+		dec := json.NewDecoder(bytes.NewReader(b.data))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil {
+			b.input = v
+		}
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("decode body: %w", err)
-	}
-	return &body{raw: raw, input: input}, nil
+	return b.input
 }
 
 // err returns the collected validation errors, or nil.
@@ -85,11 +98,17 @@ func (b *body) value(name string) (v any, present bool) {
 }
 
 func (b *body) missing(name string) {
-	b.add("missing", []any{name}, "Field required", b.input, nil)
+	b.add("missing", []any{name}, "Field required", b.echo(), nil)
 }
 
 // str reads a string field. Required strings may not be null.
 func (b *body) str(name string, required bool) (string, bool) {
+	if r, ok := b.raw[name]; ok && len(r) > 0 && r[0] == '"' {
+		var s string
+		if json.Unmarshal(r, &s) == nil {
+			return s, true
+		}
+	}
 	v, ok := b.value(name)
 	if !ok || (v == nil && !required) {
 		if required && !ok {
