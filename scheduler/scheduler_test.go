@@ -363,7 +363,7 @@ func TestStopGraceExpiredFailsQueuedJobs(t *testing.T) {
 type lostRunner struct{ runs *atomic.Int64 }
 
 func (l *lostRunner) Warmup(context.Context) error { return nil }
-func (l *lostRunner) Close() error                  { return nil }
+func (l *lostRunner) Close() error                 { return nil }
 func (l *lostRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outcome {
 	out := make([]runners.Outcome, len(tasks))
 	for i := range tasks {
