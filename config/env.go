@@ -40,6 +40,7 @@ type rawEnv struct {
 	MockDevicesCount      envInt     `envconfig:"MOCK_DEVICES_COUNT" default:"5"`
 	NewDeviceDelaySeconds optSeconds `envconfig:"NEW_DEVICE_DELAY_SECONDS"`
 	MaxWorkerRestartCount envInt     `envconfig:"MAX_WORKER_RESTART_COUNT" default:"5"`
+	WorkerIsolation       string     `envconfig:"WORKER_ISOLATION"`
 	WorkerCheckSleep      envSeconds `envconfig:"WORKER_CHECK_SLEEP_TIMEOUT" default:"30.0"`
 	AllowDeepReset        envBool    `envconfig:"ALLOW_DEEP_RESET" default:"false"`
 	DefaultThrottleLevel  string     `envconfig:"DEFAULT_THROTTLE_LEVEL" default:"5"`

@@ -14,6 +14,30 @@ const (
 	mockNewDeviceDelay    = 0                // ... in mock-device mode
 )
 
+// WORKER_ISOLATION values.
+const (
+	// IsolationProcess runs each device group's runner in its own child process
+	// ("tt-media-server device-worker"); the default on hardware.
+	IsolationProcess = "process"
+	// IsolationInProcess runs the runners as goroutines of the server process; the default
+	// in mock-device mode.
+	IsolationInProcess = "inprocess"
+)
+
+// isolation applies WORKER_ISOLATION's mode-dependent default: process on hardware, where a
+// crash or hang inside TT-Metal must not take the server down, inprocess in mock-device mode,
+// where the runners are pure Go unless a worker process opens the simulator.
+func isolation(v string, mock bool) string {
+	v = strings.ToLower(strings.TrimSpace(v))
+	switch {
+	case v != "":
+		return v
+	case mock:
+		return IsolationInProcess
+	}
+	return IsolationProcess
+}
+
 var logLevels = []string{"DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL", "NOTSET"}
 
 var imageFormats = []string{"JPEG", "PNG"}
@@ -151,6 +175,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		ResetDeviceSleep:              time.Duration(r.ResetDeviceSleepTime),
 		MockDevicesCount:              int(r.MockDevicesCount),
 		MaxWorkerRestarts:             int(r.MaxWorkerRestartCount),
+		WorkerIsolation:               isolation(r.WorkerIsolation, mock),
 		WorkerCheckInterval:           time.Duration(r.WorkerCheckSleep),
 		AllowDeepReset:                bool(r.AllowDeepReset),
 		DefaultThrottleLevel:          r.DefaultThrottleLevel,
@@ -299,6 +324,9 @@ func checkScalars(s *Settings) error {
 	}
 	if !contains(imageFormats, s.ImageReturnFormat) {
 		return invalid("IMAGE_RETURN_FORMAT", s.ImageReturnFormat, "accepted: %s", strings.Join(imageFormats, ", "))
+	}
+	if s.WorkerIsolation != IsolationProcess && s.WorkerIsolation != IsolationInProcess {
+		return invalid("WORKER_ISOLATION", s.WorkerIsolation, "accepted: %s, %s", IsolationProcess, IsolationInProcess)
 	}
 	if !contains(logLevels, s.LogLevel) {
 		return invalid("LOG_LEVEL", s.LogLevel, "accepted: %s", strings.Join(logLevels, ", "))

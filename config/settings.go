@@ -51,6 +51,7 @@ type Settings struct {
 	MockDevicesCount     int           // MOCK_DEVICES_COUNT, default 5: chips of the simulated machine
 	NewDeviceDelay       time.Duration // NEW_DEVICE_DELAY_SECONDS, default 30 (0 in mock mode unless set)
 	MaxWorkerRestarts    int           // MAX_WORKER_RESTART_COUNT, default 5
+	WorkerIsolation      string        // WORKER_ISOLATION: "process" (one child process per group) or "inprocess"; default process on hardware, inprocess in mock mode
 	WorkerCheckInterval  time.Duration // WORKER_CHECK_SLEEP_TIMEOUT (seconds, float), default 30
 	AllowDeepReset       bool          // ALLOW_DEEP_RESET, default false
 	DefaultThrottleLevel string        // DEFAULT_THROTTLE_LEVEL, default "5" (TT_MM_THROTTLE_PERF; "" = unset)
@@ -160,6 +161,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MOCK_DEVICES_COUNT":                s.MockDevicesCount,
 		"NEW_DEVICE_DELAY_SECONDS":          s.NewDeviceDelay.Seconds(),
 		"MAX_WORKER_RESTART_COUNT":          s.MaxWorkerRestarts,
+		"WORKER_ISOLATION":                  s.WorkerIsolation,
 		"WORKER_CHECK_SLEEP_TIMEOUT":        s.WorkerCheckInterval.Seconds(),
 		"ALLOW_DEEP_RESET":                  s.AllowDeepReset,
 		"DEFAULT_THROTTLE_LEVEL":            s.DefaultThrottleLevel,

@@ -121,7 +121,7 @@ var (
 )
 
 // workerStates are the states a worker can be in (see docs/OPERATIONS.md).
-var workerStates = []string{"pending", "starting", "ready", "restarting", "failed", "stopped"}
+var workerStates = []string{"pending", "starting", "ready", "stuck", "restarting", "failed", "stopped"}
 
 type sourceCollector struct {
 	model string

@@ -19,7 +19,15 @@ const (
 	stateFailed   = "failed"
 	stateRestart  = "restarting"
 	stateStopped  = "stopped"
+	// stateStuck: a batch has run longer than the request timeout plus stuckGrace. Its jobs
+	// were already answered 504 by their deadlines; the runner ignores cancellation. With
+	// process isolation the child is killed; in-process the operator is told (liveness,
+	// metrics) and should reset the worker.
+	stateStuck = "stuck"
 )
+
+// stuckGrace is how long a batch may overrun the request timeout before its worker is stuck.
+const stuckGrace = 10 * time.Second
 
 // worker drives one device group's runner.
 type worker struct {
@@ -62,6 +70,10 @@ func (w *worker) status() WorkerStatus {
 	}
 	if st.State == "" {
 		st.State = "pending"
+	}
+	if st.State == stateReady && !w.busySince.IsZero() && w.s.cfg.Timeout > 0 &&
+		time.Since(w.busySince) > w.s.cfg.Timeout+stuckGrace {
+		st.State = stateStuck
 	}
 	if alive {
 		st.PID = pid

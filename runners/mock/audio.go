@@ -16,7 +16,9 @@ const speaker = "SPEAKER_00"
 
 // audioRunner is the mock Whisper device.
 type audioRunner struct {
-	lat    Latency
+	lat Latency
+	// dev is the simulated device in a worker process; without one, time is Go sleeps.
+	dev    stepper
 	closed atomic.Bool
 }
 
@@ -33,6 +35,9 @@ func (r *audioRunner) Warmup(ctx context.Context) error {
 		return ErrClosed
 	}
 	if err := sleep(ctx, r.lat.Warmup); err != nil {
+		return fmt.Errorf("whisper warm-up: %w", err)
+	}
+	if err := r.dev.open(ctx); err != nil {
 		return fmt.Errorf("whisper warm-up: %w", err)
 	}
 	req := &runners.AudioRequest{Samples: make([]float32, 16000), SampleRate: 16000, Duration: 1}
@@ -56,10 +61,10 @@ func (r *audioRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 	})
 }
 
-// Close marks the runner closed; it is idempotent.
+// Close marks the runner closed and closes its device; it is idempotent.
 func (r *audioRunner) Close() error {
 	r.closed.Store(true)
-	return nil
+	return r.dev.close()
 }
 
 // transcribe produces the result, streaming word chunks through emit when it is not nil.
@@ -94,15 +99,22 @@ func (r *audioRunner) transcribe(ctx context.Context, req *runners.AudioRequest,
 			share = time.Duration(float64(budget) * math.Max(0, s.End-s.Start) / total)
 		}
 		text := describe(req.Samples, sr, s, diarized)
+		// On the device: the encoder once per 30 s window, then the decoder steps.
+		length := math.Max(0, s.End-s.Start)
+		steps := max(1, int(math.Round(tokensPerAudioSec*length)))
+		if err := r.dev.run(ctx, progEncoder, max(1, int(math.Ceil(length/whisperWindow))), 0); err != nil {
+			return nil, fmt.Errorf("whisper: encoder, piece %d of %d: %w", i+1, len(pieces), err)
+		}
 		if emit == nil {
-			if err := sleep(ctx, share); err != nil {
-				return nil, fmt.Errorf("whisper: cancelled in piece %d of %d: %w", i+1, len(pieces), err)
+			if err := r.dev.run(ctx, progDecoder, steps, share); err != nil {
+				return nil, fmt.Errorf("whisper: decoding piece %d of %d: %w", i+1, len(pieces), err)
 			}
 		} else {
 			words := strings.Fields(text)
 			for w, word := range words {
-				if err := sleep(ctx, share/time.Duration(len(words))); err != nil {
-					return nil, fmt.Errorf("whisper: cancelled after %d chunks: %w", chunkID, err)
+				n := steps*(w+1)/len(words) - steps*w/len(words)
+				if err := r.dev.run(ctx, progDecoder, n, share/time.Duration(len(words))); err != nil {
+					return nil, fmt.Errorf("whisper: decoding after %d chunks: %w", chunkID, err)
 				}
 				if w == 0 && diarized {
 					word = "[" + speaker + "] " + word

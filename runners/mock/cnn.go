@@ -21,6 +21,8 @@ type cnnRunner struct {
 	model  string
 	lat    Latency
 	weight []float64 // numClasses × numFeatures, row-major
+	// dev is the simulated device in a worker process; without one, time is Go sleeps.
+	dev    stepper
 	closed atomic.Bool
 }
 
@@ -62,6 +64,9 @@ func (r *cnnRunner) Warmup(ctx context.Context) error {
 	if err := sleep(ctx, r.lat.Warmup); err != nil {
 		return fmt.Errorf("%s warm-up: %w", r.model, err)
 	}
+	if err := r.dev.open(ctx); err != nil {
+		return fmt.Errorf("%s warm-up: %w", r.model, err)
+	}
 	white := image.NewUniform(color.White)
 	blank := &boundedImage{Image: white, rect: image.Rect(0, 0, 224, 224)}
 	if _, err := r.classify(ctx, &runners.CNNRequest{Image: blank, TopK: 1}); err != nil {
@@ -92,10 +97,10 @@ func (r *cnnRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Out
 	})
 }
 
-// Close marks the runner closed; it is idempotent.
+// Close marks the runner closed and closes its device; it is idempotent.
 func (r *cnnRunner) Close() error {
 	r.closed.Store(true)
-	return nil
+	return r.dev.close()
 }
 
 // softmaxScale sharpens the unit-variance logits so that a typical top-1 class gets a
@@ -106,8 +111,8 @@ func (r *cnnRunner) classify(ctx context.Context, req *runners.CNNRequest) (*run
 	if req.Image == nil || req.Image.Bounds().Empty() {
 		return nil, &badRequest{msg: "image is empty"}
 	}
-	if err := sleep(ctx, r.lat.PerImage); err != nil {
-		return nil, fmt.Errorf("%s: cancelled: %w", r.model, err)
+	if err := r.dev.run(ctx, progResNet, 1, r.lat.PerImage); err != nil {
+		return nil, fmt.Errorf("%s: forward: %w", r.model, err)
 	}
 	f := features(req.Image)
 	n := len(imagenetLabels)

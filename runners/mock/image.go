@@ -26,7 +26,9 @@ type imageRunner struct {
 	defaultSteps int
 	// randomSeed draws the start-latent seed of an SDXL request without one.
 	randomSeed func() int64
-	closed     atomic.Bool
+	// dev is the simulated device in a worker process; without one, steps are Go sleeps.
+	dev    stepper
+	closed atomic.Bool
 }
 
 // NewImage returns the mock SDXL (tt-sdxl-trace) or SD3.5 (tt-sd3.5; any model name containing
@@ -63,6 +65,9 @@ func (r *imageRunner) Warmup(ctx context.Context) error {
 	if err := sleep(ctx, r.lat.Warmup); err != nil {
 		return fmt.Errorf("%s warm-up: %w", r.model, err)
 	}
+	if err := r.dev.open(ctx); err != nil {
+		return fmt.Errorf("%s warm-up: %w", r.model, err)
+	}
 	req := &runners.ImageRequest{Prompt: "Sunrise on a beach", NumInferenceSteps: 1}
 	if !r.sd35 {
 		seed := int64(0)
@@ -97,10 +102,10 @@ func (r *imageRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 	})
 }
 
-// Close marks the runner closed; it is idempotent.
+// Close marks the runner closed and closes its device; it is idempotent.
 func (r *imageRunner) Close() error {
 	r.closed.Store(true)
-	return nil
+	return r.dev.close()
 }
 
 // generate runs the simulated denoising loop and renders the picture.
@@ -113,12 +118,15 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest) (
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%s: cancelled before step %d of %d: %w", r.model, step+1, p.steps, err)
 		}
-		if err := sleep(ctx, r.lat.PerStep); err != nil {
-			return nil, fmt.Errorf("%s: cancelled in step %d of %d: %w", r.model, step+1, p.steps, err)
+		if err := r.dev.run(ctx, progUNet, 1, r.lat.PerStep); err != nil {
+			return nil, fmt.Errorf("%s: UNet step %d of %d: %w", r.model, step+1, p.steps, err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: cancelled before VAE decode: %w", r.model, err)
+	}
+	if err := r.dev.run(ctx, progVAE, 1, 0); err != nil {
+		return nil, fmt.Errorf("%s: VAE decode: %w", r.model, err)
 	}
 	return render(p, r.size), nil
 }

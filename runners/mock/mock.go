@@ -1,8 +1,17 @@
-// Package mock implements the mock-device runners: pure-Go simulated SDXL/SD3.5, Whisper and
+// Package mock implements the mock-device runners: simulated SDXL/SD3.5, Whisper and
 // ImageNet classifier devices that keep the timing shape of the real ones (warm-up, per-step,
 // per-second-of-audio and per-image latency, cancellation at step boundaries, streaming) and
 // return outputs a client developer can use: deterministic pictures that depend on the request,
 // transcriptions that state facts about the audio, and ImageNet labels chosen from the image.
+//
+// In a worker process (WORKER_ISOLATION=process) a runner spends its device time in the C
+// simulator through ttnn: Warmup opens the device with the real model's options (L1 small
+// size, trace region, command queues, fabric), loads the sim programs, runs each once and
+// captures a trace; then every UNet step, VAE decode, Whisper encoder window and decoder step,
+// and ResNet forward is a program run or trace replay, with the simulator's latency scaled to
+// the MOCK_* settings and its fault injection (TTB_SIM_*) in effect. In process, where the
+// simulator's one device per process cannot serve several workers, the time is Go sleeps.
+// The content clients see is computed in Go either way, so it is the same in both modes.
 package mock
 
 import (
@@ -71,15 +80,20 @@ func Register(reg *runners.Registry) {
 			if spec.Settings != nil && spec.Settings.NumInferenceSteps > 0 {
 				r.defaultSteps = spec.Settings.NumInferenceSteps
 			}
+			r.dev.cfg = simConfigFor(model, spec)
 			return r, nil
 		}
 	}
 	audio := func(spec runners.WorkerSpec) (runners.Runner, error) {
-		return NewAudio(LatencyFrom(spec.Settings)), nil
+		r := &audioRunner{lat: LatencyFrom(spec.Settings)}
+		r.dev.cfg = simConfigFor(RunnerWhisper, spec)
+		return r, nil
 	}
 	cnn := func(model string) runners.Factory {
 		return func(spec runners.WorkerSpec) (runners.Runner, error) {
-			return NewCNN(model, LatencyFrom(spec.Settings)), nil
+			r := NewCNN(model, LatencyFrom(spec.Settings)).(*cnnRunner)
+			r.dev.cfg = simConfigFor(model, spec)
+			return r, nil
 		}
 	}
 	reg.Register(RunnerSDXL, runners.ServiceImage, image(RunnerSDXL))

@@ -2,8 +2,9 @@
 // decoder step's logits ([]float32 of length n_vocab): the logit filters (suppress_blank,
 // suppress_tokens, timestamp rules), greedy and temperature-sampled token selection,
 // no-speech probability, language detection, the compression ratio and average log
-// probability of a window, and the temperature-fallback and no-speech-skip decisions of
-// transcribe.py. It owns no model and no device; the runner's decoding loop calls it.
+// probability of a window, the initial decoder tokens (prompt, sot sequence, prefix), and the
+// temperature-fallback and no-speech-skip decisions of transcribe.py. It owns no model and no
+// device; the runner's decoding loop calls it.
 package decoding
 
 import (

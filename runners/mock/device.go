@@ -1,0 +1,358 @@
+package mock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+// Device options of the real runners (tt-metal model demos and the Python server's runners).
+const (
+	sdxlL1Small       = 32768
+	sd35L1Small       = 32768
+	sd35TraceRegion   = 25_000_000
+	whisperL1Small    = 1024
+	whisperTrace      = 100_000_000
+	resnetL1Small     = 32768
+	resnetTraceRegion = 1_470_464
+	// defaultTraceSetting is TRACE_REGION_SIZE's default (SDXL's region); any other value
+	// overrides the model's own region.
+	defaultTraceSetting = 34_541_598
+)
+
+// Unscaled sim latencies of the programs the runners time themselves by (ttnn/programs).
+const (
+	unetStepLatency   = 190.3e-3 // s per sdxl-unet step
+	encoderLatency    = 153.5e-3 // s per whisper-encoder window of 30 s
+	decoderLatency    = 9.524e-3 // s per whisper-decoder-step
+	resnetLatency     = 3.404e-3 // s per resnet50 batch
+	whisperWindow     = 30.0     // s of audio per encoder run
+	tokensPerAudioSec = 3.0      // decoder steps per second of audio (speech is ~2-3 tokens/s)
+)
+
+// Program names (ttnn/programs/<name>.ttbsim).
+const (
+	progUNet    = "sdxl-unet"
+	progVAE     = "sdxl-vae"
+	progEncoder = "whisper-encoder"
+	progDecoder = "whisper-decoder-step"
+	progResNet  = "resnet50"
+)
+
+// simConfig says how a mock runner drives the simulated device in a worker process.
+type simConfig struct {
+	opts     ttnn.Options
+	programs []string // loaded and run once at warm-up (the compile run)
+	traced   string   // one of programs, captured in a trace at warm-up and replayed after
+	// scale is TTB_SIM_LATENCY_SCALE, chosen so that the sim's time matches the MOCK_*
+	// latency settings; an explicit TTB_SIM_LATENCY_SCALE in the environment wins.
+	scale float64
+}
+
+// simConfigFor returns the device configuration of a mock runner, or nil when the runner
+// must not open a device: only a worker process (WORKER_ISOLATION=process) opens one, since
+// the simulator, like TT-Metal, allows one open device per process.
+func simConfigFor(model string, spec runners.WorkerSpec) *simConfig {
+	s := spec.Settings
+	if s == nil || s.WorkerIsolation != config.IsolationProcess {
+		return nil
+	}
+	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
+	if mesh.Chips() == 0 {
+		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
+	}
+	trace := func(own uint64) uint64 {
+		if s.TraceRegionSize != defaultTraceSetting {
+			return uint64(s.TraceRegionSize)
+		}
+		return own
+	}
+	lat := LatencyFrom(s)
+	c := &simConfig{opts: ttnn.Options{Mesh: mesh, ProgramCache: true, CommandQueues: 1}}
+	switch service(model, s) {
+	case runners.ServiceImage:
+		c.programs, c.traced = []string{progUNet, progVAE}, progUNet
+		c.scale = lat.PerStep.Seconds() / unetStepLatency
+		c.opts.L1SmallSize, c.opts.TraceRegionSize = sdxlL1Small, trace(defaultTraceSetting)
+		if isSD35(model) {
+			c.opts.L1SmallSize, c.opts.TraceRegionSize = sd35L1Small, trace(sd35TraceRegion)
+			if mesh.Chips() > 1 {
+				c.opts.Fabric = ttnn.Fabric1D
+			}
+		}
+	case runners.ServiceAudio:
+		c.programs, c.traced = []string{progEncoder, progDecoder}, progDecoder
+		c.scale = lat.PerAudioSec.Seconds() / (encoderLatency/whisperWindow + tokensPerAudioSec*decoderLatency)
+		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = whisperL1Small, trace(whisperTrace), 2
+	case runners.ServiceCNN:
+		c.programs, c.traced = []string{progResNet}, progResNet
+		c.scale = lat.PerImage.Seconds() / resnetLatency
+		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = resnetL1Small, trace(resnetTraceRegion), 2
+	default:
+		return nil
+	}
+	if c.opts.CommandQueues == 2 && mesh.Chips() > 1 {
+		c.opts.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
+	}
+	return c
+}
+
+// service is the API family of a MODEL_RUNNER name ("mock" follows MODEL_SERVICE).
+func service(model string, s *config.Settings) runners.Service {
+	switch model {
+	case RunnerSDXL, RunnerSD35:
+		return runners.ServiceImage
+	case RunnerWhisper:
+		return runners.ServiceAudio
+	case RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerYOLOv4:
+		return runners.ServiceCNN
+	}
+	return runners.Service(strings.ToLower(s.ModelService))
+}
+
+func isSD35(model string) bool {
+	return model == RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3")
+}
+
+// simDevice is an open simulated device with the runner's programs loaded.
+type simDevice struct {
+	dev   *ttnn.Device
+	dir   string
+	progs map[string]*simProgram
+}
+
+// simProgram is a loaded program's one function with persistent inputs, and its trace.
+type simProgram struct {
+	prog      *ttnn.Program
+	fn        string
+	inputs    []*ttnn.Tensor
+	trace     *ttnn.Trace
+	traceOuts []*ttnn.Tensor
+}
+
+// openSim opens the device with c's options, loads the programs (compiled for the opened
+// mesh), runs each once, and captures the traced one. Errors name the step; device loss and
+// dispatch timeouts come wrapped in runners.ErrDeviceLost.
+func openSim(ctx context.Context, c *simConfig) (_ *simDevice, err error) {
+	if err := ttnn.Init("sim"); err != nil {
+		return nil, fmt.Errorf("simulator: %w", err)
+	}
+	if _, set := os.LookupEnv("TTB_SIM_LATENCY_SCALE"); !set {
+		// Read by the simulator at device open; this process opens one device.
+		scale := min(max(c.scale, 0), 1000)
+		if err := os.Setenv("TTB_SIM_LATENCY_SCALE", strconv.FormatFloat(scale, 'g', -1, 64)); err != nil {
+			return nil, fmt.Errorf("simulator latency scale: %w", err)
+		}
+	}
+	dev, err := ttnn.Open(ctx, c.opts)
+	if err != nil {
+		return nil, fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
+			c.opts.Mesh, c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues, deviceErr(err))
+	}
+	d := &simDevice{dev: dev, progs: map[string]*simProgram{}}
+	defer func() {
+		if err != nil {
+			_ = d.close()
+		}
+	}()
+	if d.dir, err = os.MkdirTemp("", "ttb-programs-"); err != nil {
+		return nil, fmt.Errorf("program directory: %w", err)
+	}
+	mesh := dev.Info().Mesh
+	for _, name := range c.programs {
+		p, err := d.load(ctx, name, mesh)
+		if err != nil {
+			return nil, err
+		}
+		d.progs[name] = p
+		// The first run compiles the program (and must precede a trace capture).
+		if err := d.runOnce(ctx, p); err != nil {
+			return nil, fmt.Errorf("compile run of %s: %w", name, err)
+		}
+	}
+	if c.traced != "" {
+		if err := d.capture(ctx, d.progs[c.traced]); err != nil {
+			return nil, fmt.Errorf("capture trace of %s (trace_region_size %d): %w", c.traced, c.opts.TraceRegionSize, err)
+		}
+	}
+	return d, nil
+}
+
+// load writes the manifest (compiled for mesh) and loads it with persistent inputs.
+func (d *simDevice) load(ctx context.Context, name string, mesh ttnn.MeshShape) (*simProgram, error) {
+	src, err := fs.ReadFile(ttnn.SimPrograms(), name+".ttbsim")
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	lines := strings.Split(string(src), "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
+			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
+		}
+	}
+	path := filepath.Join(d.dir, name+".ttbsim")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		return nil, fmt.Errorf("program %s: %w", name, err)
+	}
+	prog, err := d.dev.LoadProgram(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("load program %s: %w", name, deviceErr(err))
+	}
+	fns := prog.Functions()
+	if len(fns) == 0 {
+		return nil, fmt.Errorf("program %s has no function", name)
+	}
+	p := &simProgram{prog: prog, fn: fns[0].Name}
+	for _, in := range fns[0].Inputs {
+		t, err := d.dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
+		if err != nil {
+			return nil, fmt.Errorf("allocate %s input %s: %w", name, in, deviceErr(err))
+		}
+		p.inputs = append(p.inputs, t)
+	}
+	return p, nil
+}
+
+func (d *simDevice) runOnce(ctx context.Context, p *simProgram) error {
+	outs, err := p.prog.Run(ctx, 0, p.fn, p.inputs...)
+	for _, o := range outs {
+		_ = o.Free()
+	}
+	return deviceErr(err)
+}
+
+func (d *simDevice) capture(ctx context.Context, p *simProgram) error {
+	tr, err := d.dev.BeginTrace(ctx, 0)
+	if err != nil {
+		return deviceErr(err)
+	}
+	outs, err := p.prog.Run(ctx, 0, p.fn, p.inputs...)
+	if endErr := tr.End(ctx); err == nil {
+		err = endErr
+	}
+	if err != nil {
+		_ = tr.Release()
+		for _, o := range outs {
+			_ = o.Free()
+		}
+		return deviceErr(err)
+	}
+	p.trace, p.traceOuts = tr, outs
+	return nil
+}
+
+// run executes the named program once: a trace replay when it was captured. Like a real
+// device call it cannot be interrupted: ctx is checked before the call only, and the call
+// returns when the device does (a hung device hangs the runner, and the supervisor that
+// owns the worker process kills it).
+func (d *simDevice) run(ctx context.Context, name string) error {
+	p := d.progs[name]
+	if p == nil {
+		return fmt.Errorf("program %s is not loaded", name)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	if p.trace != nil {
+		return deviceErr(p.trace.Replay(ctx, true))
+	}
+	return d.runOnce(ctx, p)
+}
+
+// close releases everything and closes the device; it is safe on a partly opened device.
+func (d *simDevice) close() error {
+	var errs []error
+	for _, p := range d.progs {
+		if p.trace != nil {
+			errs = append(errs, p.trace.Release())
+		}
+		for _, t := range append(p.traceOuts, p.inputs...) {
+			errs = append(errs, t.Free())
+		}
+		errs = append(errs, p.prog.Close())
+	}
+	if d.dev != nil {
+		errs = append(errs, d.dev.Close())
+	}
+	if d.dir != "" {
+		errs = append(errs, os.RemoveAll(d.dir))
+	}
+	err := errors.Join(errs...)
+	if errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout) {
+		// Already reported by the call that lost the device; the host side is freed.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("close simulated device: %w", err)
+	}
+	return nil
+}
+
+// deviceErr marks a lost device and a dispatch timeout (which poisons the device) as
+// runners.ErrDeviceLost, so the worker is restarted after a device reset.
+func deviceErr(err error) error {
+	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
+		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
+	}
+	return err
+}
+
+// stepper is what the runners spend device time with: the simulated device in a worker
+// process, or Go sleeps of the MOCK_* latencies in process.
+type stepper struct {
+	cfg *simConfig
+	dev *simDevice
+}
+
+// open opens the device when the runner has a device configuration.
+func (s *stepper) open(ctx context.Context) error {
+	if s.cfg == nil || s.dev != nil {
+		return nil
+	}
+	dev, err := openSim(ctx, s.cfg)
+	if err != nil {
+		return err
+	}
+	s.dev = dev
+	return nil
+}
+
+// onDevice reports whether device time comes from the simulator.
+func (s *stepper) onDevice() bool { return s.dev != nil }
+
+// run executes program n times on the device, checking ctx between runs; without a device it
+// sleeps fallback instead.
+func (s *stepper) run(ctx context.Context, program string, n int, fallback time.Duration) error {
+	if s.dev == nil {
+		return sleep(ctx, fallback)
+	}
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.dev.run(ctx, program); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *stepper) close() error {
+	if s.dev == nil {
+		return nil
+	}
+	err := s.dev.close()
+	s.dev = nil
+	return err
+}
