@@ -50,6 +50,7 @@ type rawEnv struct {
 	MaxBatchDelayMS   envInt     `envconfig:"MAX_BATCH_DELAY_MS" default:"0"`
 	MaxQueuePerClient envInt     `envconfig:"MAX_QUEUE_PER_CLIENT" default:"0"`
 	ClientWeights     string     `envconfig:"CLIENT_WEIGHTS"`
+	ModelPools        string     `envconfig:"MODEL_POOLS"`
 	InferenceTimeout  envSeconds `envconfig:"DEFAULT_INFERENCE_TIMEOUT_SECONDS" default:"90"`
 
 	NumInferenceSteps envInt `envconfig:"NUM_INFERENCE_STEPS" default:"20"`

@@ -156,6 +156,21 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	if err := buildGroups(s, raw.DeviceIDs, idsSource, meshSource); err != nil {
 		return nil, err
 	}
+	if strings.TrimSpace(raw.ModelPools) != "" {
+		pools, err := parsePools(s, raw.ModelPools)
+		if err != nil {
+			return nil, err
+		}
+		// The first pool stands in for the single-model settings (logs, liveness).
+		s.Pools, s.ModelRunner, s.ModelService = pools, pools[0].Runner, pools[0].Service
+		s.DeviceGroups = nil
+		for _, p := range pools {
+			s.DeviceGroups = append(s.DeviceGroups, p.Groups...)
+		}
+		s.DeviceIDs = formatGroups(s.DeviceGroups)
+	} else {
+		s.Pools = []Pool{{Runner: s.ModelRunner, Service: s.Service(), Groups: s.DeviceGroups}}
+	}
 	return s, nil
 }
 

@@ -504,7 +504,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 59)
+	require.Len(t, vars, 60)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

@@ -40,6 +40,10 @@ type Settings struct {
 	ModelWeightsPath              string // MODEL_WEIGHTS_PATH ("" = the runner's default)
 	PreprocessingModelWeightsPath string // PREPROCESSING_MODEL_WEIGHTS_PATH ("" = pyannote/speaker-diarization-3.0)
 
+	// Pools are the models this process serves: one per MODEL_POOLS entry, or the single
+	// pool of MODEL_RUNNER on DeviceGroups.
+	Pools []Pool
+
 	// Devices.
 	DeviceIDs            string        // DEVICE_IDS as used (the default or preset when not set explicitly)
 	DeviceGroups         []DeviceGroup // parsed DEVICE_IDS: one worker per group
@@ -167,6 +171,7 @@ func (s *Settings) Redacted() map[string]any {
 		"DEFAULT_THROTTLE_LEVEL":            s.DefaultThrottleLevel,
 		"MAX_QUEUE_SIZE":                    s.MaxQueueSize,
 		"MAX_BATCH_SIZE":                    s.MaxBatchSize,
+		"MODEL_POOLS":                       formatPools(s.Pools),
 		"METRICS_REQUIRE_AUTH":              s.MetricsAuth,
 		"API_KEYS":                          redactKeys(s.APIKeys),
 		"API_KEYS_FILE":                     s.APIKeysFile,

@@ -7,6 +7,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,7 @@ type Metrics struct {
 	audioSeconds *prometheus.CounterVec
 	rtf          *prometheus.HistogramVec
 	steps        *prometheus.CounterVec
+	sources      *sourceSet
 }
 
 // latencyBuckets span 1 ms to ~10 min: from a ResNet batch to a long SD3.5 generation.
@@ -68,7 +70,8 @@ func New() *Metrics {
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "denoising_steps_total",
 			Help: "Denoising steps run (rate() gives steps per second)."}, []string{"model"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps)
+	m.sources = &sourceSet{}
+	reg.MustRegister(m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps, m.sources)
 	return m
 }
 
@@ -106,7 +109,26 @@ func (m *Metrics) Transcribed(model string, audioSeconds float64, took time.Dura
 
 // AddSource exports a model's scheduler counters and worker states, read at scrape time.
 func (m *Metrics) AddSource(model string, src Source) {
-	m.reg.MustRegister(&sourceCollector{model: model, src: src})
+	m.sources.mu.Lock()
+	defer m.sources.mu.Unlock()
+	m.sources.list = append(m.sources.list, sourceCollector{model: model, src: src})
+}
+
+// sourceSet is the one collector over every model's scheduler.
+type sourceSet struct {
+	mu   sync.Mutex
+	list []sourceCollector
+}
+
+func (s *sourceSet) Describe(ch chan<- *prometheus.Desc) { (&sourceCollector{}).Describe(ch) }
+
+func (s *sourceSet) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	list := append([]sourceCollector(nil), s.list...)
+	s.mu.Unlock()
+	for i := range list {
+		list[i].Collect(ch)
+	}
 }
 
 var (

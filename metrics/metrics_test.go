@@ -56,3 +56,14 @@ func TestScrape(t *testing.T) {
 		require.Contains(t, string(body), want)
 	}
 }
+
+func TestTwoModels(t *testing.T) {
+	m := New()
+	m.AddSource("tt-sdxl-trace", fakeSource{})
+	m.AddSource("tt-whisper", fakeSource{})
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(w.Body)
+	require.Contains(t, string(body), `tt_media_server_queue_depth{model="tt-sdxl-trace"} 5`)
+	require.Contains(t, string(body), `tt_media_server_queue_depth{model="tt-whisper"} 5`)
+}

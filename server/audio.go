@@ -208,7 +208,7 @@ func (s *Server) handleAudio(c *gin.Context) {
 	}
 	start := time.Now()
 	if !req.Stream {
-		v, err := s.sched.Submit(c.Request.Context(), req, nil)
+		v, err := s.pool(runners.ServiceAudio).Sched.Submit(c.Request.Context(), req, nil)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -224,7 +224,7 @@ func (s *Server) handleAudio(c *gin.Context) {
 
 func (s *Server) countTranscribed(req *runners.AudioRequest, start time.Time) {
 	if s.metrics != nil {
-		s.metrics.Transcribed(s.cfg.ModelRunner, req.Duration, time.Since(start))
+		s.metrics.Transcribed(s.pool(runners.ServiceAudio).Runner, req.Duration, time.Since(start))
 	}
 }
 
@@ -241,7 +241,7 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 	}
 	done := make(chan final, 1)
 	go func() {
-		v, err := s.sched.Submit(ctx, req, func(ch any) error {
+		v, err := s.pool(runners.ServiceAudio).Sched.Submit(ctx, req, func(ch any) error {
 			select {
 			case chunks <- ch:
 				return nil

@@ -144,7 +144,7 @@ func (s *Server) handleCNN(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v, err := s.sched.Submit(c.Request.Context(), &runners.CNNRequest{Image: img, TopK: up.topK, MinConfidence: up.minConfidence}, nil)
+	v, err := s.pool(runners.ServiceCNN).Sched.Submit(c.Request.Context(), &runners.CNNRequest{Image: img, TopK: up.topK, MinConfidence: up.minConfidence}, nil)
 	if err != nil {
 		s.fail(c, err)
 		return

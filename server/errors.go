@@ -62,9 +62,9 @@ func (s *Server) classify(err error) (status int, msg string, retryAfter time.Du
 	case errors.As(err, &ae):
 		return ae.status, ae.msg, ae.retryAfter
 	case errors.Is(err, scheduler.ErrQueueFull):
-		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", orDefault(retryAfter, s.sched.RetryAfter())
+		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", orDefault(retryAfter, s.retryFallback())
 	case errors.Is(err, scheduler.ErrClientQueueFull), errors.Is(err, scheduler.ErrDeadlineUnreachable):
-		return http.StatusTooManyRequests, err.Error(), orDefault(retryAfter, s.sched.RetryAfter())
+		return http.StatusTooManyRequests, err.Error(), orDefault(retryAfter, s.retryFallback())
 	case errors.Is(err, scheduler.ErrNotReady):
 		return http.StatusServiceUnavailable, "Model is not ready", 5 * time.Second
 	case errors.Is(err, scheduler.ErrStopping):
@@ -131,4 +131,13 @@ func setRetryAfter(c *gin.Context, d time.Duration) {
 	c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
 	c.Header("retry-after-ms", strconv.FormatInt(max(1, int64(math.Ceil(float64(d)/float64(time.Millisecond)))), 10))
 	c.Header("x-should-retry", "true")
+}
+
+// retryFallback is the Retry-After of a refusal that carries none (a fake scheduler in tests,
+// or a wrapped error): the scheduler's own estimate when there is one model, else 1 s.
+func (s *Server) retryFallback() time.Duration {
+	if len(s.pools) == 1 {
+		return s.pools[0].Sched.RetryAfter()
+	}
+	return time.Second
 }

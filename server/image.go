@@ -123,7 +123,7 @@ func (s *Server) handleImage(c *gin.Context) {
 		return
 	}
 	if s.metrics != nil {
-		s.metrics.Images(s.cfg.ModelRunner, len(images), req.NumInferenceSteps)
+		s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
 	}
 	c.JSON(http.StatusOK, gin.H{"images": images})
 }
@@ -170,7 +170,7 @@ func (s *Server) generateWith(ctx context.Context, req *imageRequest, encode fun
 }
 
 func (s *Server) generateOne(ctx context.Context, req *runners.ImageRequest, encode func(image.Image) ([]byte, error)) (string, error) {
-	v, err := s.sched.Submit(ctx, req, nil)
+	v, err := s.pool(runners.ServiceImage).Sched.Submit(ctx, req, nil)
 	if err != nil {
 		return "", err
 	}

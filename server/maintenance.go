@@ -1,11 +1,14 @@
 package server
 
 import (
+	"errors"
 	"net/http"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
 // workerInfo is one entry of /tt-liveness "worker_info", with the Python keys first.
@@ -30,14 +33,19 @@ func unixSeconds(t time.Time) *float64 {
 	return &f
 }
 
-// handleLiveness serves GET /tt-liveness: 200 with the status once a worker is warm; 503 with
-// the same body (and Retry-After) before that, so operators see what the workers are doing.
-func (s *Server) handleLiveness(c *gin.Context) {
-	workers := s.sched.Workers()
+// ready reports whether every pool has a warm worker.
+func (s *Server) ready() bool {
+	for _, p := range s.pools {
+		if !p.Sched.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+func workerInfos(workers map[string]scheduler.WorkerStatus) map[string]workerInfo {
 	info := make(map[string]workerInfo, len(workers))
-	ids := make([]string, 0, len(workers))
 	for id, w := range workers {
-		ids = append(ids, id)
 		wi := workerInfo{
 			IsAlive: w.IsAlive, StartTime: unixSeconds(w.StartTime), IsReady: w.IsReady,
 			RestartCount: w.RestartCount, ErrorCount: w.ErrorCount, ReadyTime: unixSeconds(w.ReadyTime),
@@ -49,22 +57,47 @@ func (s *Server) handleLiveness(c *gin.Context) {
 		}
 		info[id] = wi
 	}
-	sort.Strings(ids)
+	return info
+}
+
+// handleLiveness serves GET /tt-liveness: 200 with the status once every pool has a warm
+// worker; 503 with the same body (and Retry-After) before that, so operators see what the
+// workers are doing. With several pools (MODEL_POOLS) the top-level fields sum or merge them
+// and "pools" has each one.
+func (s *Server) handleLiveness(c *gin.Context) {
 	device := s.cfg.Device
 	if device == "" {
 		device = "Not defined"
 	}
-	ready := s.sched.Ready()
+	info := map[string]workerInfo{}
+	queue, capacity := 0, 0
+	runnerNames := make([]string, 0, len(s.pools))
+	pools := map[string]any{}
+	for _, p := range s.pools {
+		wi := workerInfos(p.Sched.Workers())
+		for id, w := range wi {
+			info[id] = w
+		}
+		queue += p.Sched.QueueLen()
+		capacity += p.Sched.QueueCap()
+		runnerNames = append(runnerNames, p.Runner)
+		pools[p.Runner] = gin.H{"service": p.Service, "model_ready": p.Sched.Ready(), "queue_size": p.Sched.QueueLen(),
+			"max_queue_size": p.Sched.QueueCap(), "worker_info": wi}
+	}
+	ready := s.ready()
 	resp := gin.H{
 		"status":            "alive",
 		"model_ready":       ready,
-		"queue_size":        s.sched.QueueLen(),
-		"max_queue_size":    s.sched.QueueCap(),
+		"queue_size":        queue,
+		"max_queue_size":    capacity,
 		"device_mesh_shape": []int{s.cfg.DeviceMeshShape.Rows, s.cfg.DeviceMeshShape.Cols},
 		"device":            device,
 		"worker_info":       info,
-		"runner_in_use":     s.cfg.ModelRunner,
+		"runner_in_use":     strings.Join(runnerNames, ","),
 		"mock_devices":      s.mock,
+	}
+	if len(s.pools) > 1 {
+		resp["pools"] = pools
 	}
 	if !ready {
 		resp["detail"] = "Model is not ready"
@@ -77,7 +110,7 @@ func (s *Server) handleLiveness(c *gin.Context) {
 
 // handleHealth serves GET /health (vLLM-compatible): 200 {} when ready, 503 otherwise.
 func (s *Server) handleHealth(c *gin.Context) {
-	if !s.sched.Ready() {
+	if !s.ready() {
 		setRetryAfter(c, 5*time.Second)
 		writeJSON(c, http.StatusServiceUnavailable, gin.H{"detail": "Model is not ready"})
 		return
@@ -98,7 +131,13 @@ func (s *Server) handleResetDevice(c *gin.Context) {
 		s.fail(c, &validationError{items: []fieldError{{Type: "missing", Loc: []any{"query", "device_id"}, Msg: "Field required", Input: nil}}})
 		return
 	}
-	if err := s.sched.RestartWorker(id); err != nil {
+	var err error
+	for _, p := range s.pools {
+		if err = p.Sched.RestartWorker(id); err == nil || !errors.Is(err, scheduler.ErrUnknownWorker) {
+			break
+		}
+	}
+	if err != nil {
 		s.fail(c, err)
 		return
 	}

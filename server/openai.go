@@ -142,16 +142,21 @@ func (s *Server) failOpenAI(c *gin.Context, err error) {
 
 // openaiRoutes mounts the OpenAI-compatible routes of the service on g (the /v1 group).
 func (s *Server) openaiRoutes(g *gin.RouterGroup) {
-	models := newModelTable(s.cfg, s.service, time.Now())
 	auth, deadline := s.openaiAuth(), s.openaiDeadline()
-	switch s.service {
-	case runners.ServiceImage:
-		g.POST("/images/generations", auth, deadline, s.openaiLimitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
-	case runners.ServiceAudio:
-		limit := s.openaiLimitBody(s.maxAudioBody())
-		g.POST("/audio/transcriptions", auth, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranscribe))
-		g.POST("/audio/translations", auth, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranslate))
+	all := &modelTable{created: time.Now().Unix()}
+	for _, p := range s.pools {
+		models := newModelTable(s.cfg, p.Runner, p.Service, time.Now())
+		all.ids = append(all.ids, models.ids...)
+		switch p.Service {
+		case runners.ServiceImage:
+			g.POST("/images/generations", auth, deadline, s.openaiLimitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
+		case runners.ServiceAudio:
+			limit := s.openaiLimitBody(s.maxAudioBody())
+			g.POST("/audio/transcriptions", auth, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranscribe))
+			g.POST("/audio/translations", auth, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranslate))
+		}
 	}
+	models := all
 	g.GET("/models", auth, s.handleListModels(models))
 	// Model ids may hold a slash ("distil-whisper/distil-large-v3"), hence the catch-all.
 	g.GET("/models/*model", auth, s.handleGetModel(models))
@@ -253,9 +258,11 @@ var openAIAliases = map[runners.Service][]string{
 	runners.ServiceAudio: {"whisper-1"},
 }
 
-func newModelTable(cfg *config.Settings, svc runners.Service, loaded time.Time) *modelTable {
-	runner, weights := cfg.ModelRunner, cfg.ModelWeightsPath
-	canon := cfg.Model
+func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loaded time.Time) *modelTable {
+	weights, canon := "", ""
+	if runner == cfg.ModelRunner { // MODEL and MODEL_WEIGHTS_PATH describe the main model
+		weights, canon = cfg.ModelWeightsPath, cfg.Model
+	}
 	if canon == "" {
 		canon = canonicalModel[runner]
 	}

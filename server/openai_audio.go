@@ -203,7 +203,7 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 			}
 			return
 		}
-		v, err := s.sched.Submit(c.Request.Context(), ar, nil)
+		v, err := s.pool(runners.ServiceAudio).Sched.Submit(c.Request.Context(), ar, nil)
 		if err != nil {
 			s.failOpenAI(c, err)
 			return
@@ -297,7 +297,7 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 	}
 	done := make(chan final, 1)
 	go func() {
-		v, err := s.sched.Submit(ctx, req, func(ch any) error {
+		v, err := s.pool(runners.ServiceAudio).Sched.Submit(ctx, req, func(ch any) error {
 			select {
 			case chunks <- ch:
 				return nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/tenstorrent/tt-media-server-go/runners"
 	"image"
 	"io"
 	"net/http"
@@ -200,7 +201,7 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 			return
 		}
 		if s.metrics != nil {
-			s.metrics.Images(s.cfg.ModelRunner, len(images), req.NumInferenceSteps)
+			s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
 		}
 		resp := openAIImagesResponse{Created: time.Now().Unix(), Background: "opaque",
 			OutputFormat: req.outputFormat, Size: req.size, Data: make([]openAIImage, len(images))}

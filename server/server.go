@@ -33,12 +33,22 @@ type Scheduler interface {
 	RestartAll()
 }
 
+// Pool is one model the server fronts: its API family, runner name and scheduler.
+type Pool struct {
+	Service runners.Service
+	Runner  string
+	Sched   Scheduler
+}
+
 // Deps are the server's collaborators.
 type Deps struct {
 	Settings *config.Settings
-	Service  runners.Service
-	Sched    Scheduler
-	Logger   *slog.Logger
+	// Pools are the models served (MODEL_POOLS), at most one per API family. When empty, the
+	// single model is Service + Sched with runner Settings.ModelRunner.
+	Pools   []Pool
+	Service runners.Service
+	Sched   Scheduler
+	Logger  *slog.Logger
 	// DeepReset runs the deep reset (stop workers, RESET_DEVICE_COMMAND, start again) in the
 	// background. Nil means: restart every worker through the scheduler.
 	DeepReset func()
@@ -51,8 +61,8 @@ type Deps struct {
 // Server holds the HTTP handlers.
 type Server struct {
 	cfg     *config.Settings
-	service runners.Service
-	sched   Scheduler
+	pools   []Pool
+	byName  map[runners.Service]*Pool
 	log     *slog.Logger
 	auth    *authenticator
 	engine  *gin.Engine
@@ -104,8 +114,8 @@ func New(d Deps) *Server {
 	}
 	s := &Server{
 		cfg:     d.Settings,
-		service: d.Service,
-		sched:   d.Sched,
+		pools:   d.Pools,
+		byName:  map[runners.Service]*Pool{},
 		log:     log,
 		limits:  newRateLimiter(d.Settings.RateLimit, d.Settings.RateBurst),
 		reset:   d.DeepReset,
@@ -113,8 +123,18 @@ func New(d Deps) *Server {
 		metrics: d.Metrics,
 		idem:    newIdempotencyStore(),
 	}
+	if len(s.pools) == 0 {
+		s.pools = []Pool{{Service: d.Service, Runner: d.Settings.ModelRunner, Sched: d.Sched}}
+	}
+	for i := range s.pools {
+		s.byName[s.pools[i].Service] = &s.pools[i]
+	}
 	if s.reset == nil {
-		s.reset = d.Sched.RestartAll
+		s.reset = func() {
+			for _, p := range s.pools {
+				p.Sched.RestartAll()
+			}
+		}
 	}
 	keys := d.Settings.APIKeys
 	if keys == nil { // settings built by hand (tests): API_KEY alone
@@ -172,15 +192,17 @@ func (s *Server) routes() *gin.Engine {
 	admin := s.requireAdmin()
 	limited := s.rateLimit()
 	deadline := s.requestDeadline()
-	switch s.service {
-	case runners.ServiceImage:
-		r.POST("/image/generations", authed, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleImage)
-	case runners.ServiceAudio:
-		r.POST("/audio/transcriptions", authed, limited, deadline, s.limitBody(s.maxAudioBody()), s.idempotency(), s.handleAudio)
-	case runners.ServiceCNN:
-		// CNN has no OpenAI counterpart: /v1 serves the Python shape too.
-		for _, prefix := range []string{"", "/v1"} {
-			r.POST(prefix+"/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
+	for _, p := range s.pools {
+		switch p.Service {
+		case runners.ServiceImage:
+			r.POST("/image/generations", authed, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleImage)
+		case runners.ServiceAudio:
+			r.POST("/audio/transcriptions", authed, limited, deadline, s.limitBody(s.maxAudioBody()), s.idempotency(), s.handleAudio)
+		case runners.ServiceCNN:
+			// CNN has no OpenAI counterpart: /v1 serves the Python shape too.
+			for _, prefix := range []string{"", "/v1"} {
+				r.POST(prefix+"/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
+			}
 		}
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).
@@ -199,3 +221,6 @@ func (s *Server) routes() *gin.Engine {
 	r.POST("/tt-reset-device", admin, s.handleResetDevice)
 	return r
 }
+
+// pool returns the pool serving svc; routes are only mounted for pools that exist.
+func (s *Server) pool(svc runners.Service) *Pool { return s.byName[svc] }

@@ -236,6 +236,7 @@ func TestErrorMapping(t *testing.T) {
 		status     int
 		retryAfter string
 	}{
+		{&scheduler.Rejection{Err: scheduler.ErrQueueFull, RetryAfter: 6500 * time.Millisecond}, 429, "7"},
 		{scheduler.ErrQueueFull, 429, "7"},
 		{scheduler.ErrNotReady, 503, "5"},
 		{scheduler.ErrStopping, 503, "5"},

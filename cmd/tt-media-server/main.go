@@ -58,13 +58,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := runners.NewRegistry()
 	mock.Register(reg)
-	service, err := reg.Service(settings.ModelRunner)
-	if err != nil {
-		return err
-	}
-	if service == "" || settings.ModelRunner == "mock" {
-		service = runners.Service(settings.Service())
-	}
 
 	if mockMode {
 		log.Warn("MOCK-DEVICE MODE: devices are SIMULATED; outputs are not real model inference",
@@ -73,27 +66,40 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("starting tt-media-server", "settings", settings.Redacted())
 
 	m := metrics.New()
-	sched := scheduler.New(scheduler.Config{
-		Groups:        settings.DeviceGroups,
-		QueueSize:     settings.MaxQueueSize,
-		MaxBatchSize:  settings.MaxBatchSize,
-		MaxBatchDelay: settings.MaxBatchDelay,
-		PerClientCap:  settings.MaxQueuePerClient,
-		ClientWeights: settings.ClientWeights,
-		StartDelay:    settings.NewDeviceDelay,
-		Timeout:       settings.InferenceTimeout,
-		MaxRestarts:   settings.MaxWorkerRestarts,
-		RestartDelay:  settings.ResetDeviceSleep,
-		CheckInterval: settings.WorkerCheckInterval,
-		Reset:         resetDevices(settings, log),
-		Logger:        log,
-		OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
-			m.JobDone(settings.ModelRunner, worker, wait, device, outcome)
-		},
-	}, newRunnerFactory(settings, reg, log))
-
-	m.AddSource(settings.ModelRunner, sched)
-	srv := server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Logger: log, Mock: mockMode, Metrics: m})
+	var pools []server.Pool
+	var scheds []*scheduler.Scheduler
+	for _, p := range settings.Pools {
+		service, err := reg.Service(p.Runner)
+		if err != nil {
+			return err
+		}
+		if service == "" || p.Runner == "mock" {
+			service = runners.Service(p.Service)
+		}
+		runner := p.Runner
+		sched := scheduler.New(scheduler.Config{
+			Groups:        p.Groups,
+			QueueSize:     settings.MaxQueueSize,
+			MaxBatchSize:  settings.MaxBatchSize,
+			MaxBatchDelay: settings.MaxBatchDelay,
+			PerClientCap:  settings.MaxQueuePerClient,
+			ClientWeights: settings.ClientWeights,
+			StartDelay:    settings.NewDeviceDelay,
+			Timeout:       settings.InferenceTimeout,
+			MaxRestarts:   settings.MaxWorkerRestarts,
+			RestartDelay:  settings.ResetDeviceSleep,
+			CheckInterval: settings.WorkerCheckInterval,
+			Reset:         resetDevices(settings, log),
+			Logger:        log.With("model", runner),
+			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
+				m.JobDone(runner, worker, wait, device, outcome)
+			},
+		}, newRunnerFactory(settings, runner, reg, log))
+		m.AddSource(runner, sched)
+		pools = append(pools, server.Pool{Service: service, Runner: runner, Sched: sched})
+		scheds = append(scheds, sched)
+	}
+	srv := server.New(server.Deps{Settings: settings, Pools: pools, Logger: log, Mock: mockMode, Metrics: m})
 	addr := net.JoinHostPort(settings.Host, strconv.Itoa(settings.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -103,11 +109,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	sched.Start(ctx)
+	for _, sched := range scheds {
+		sched.Start(ctx)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "service", string(service), "runner", settings.ModelRunner)
+	for _, p := range pools {
+		log.Info("serving", "addr", ln.Addr().String(), "service", string(p.Service), "runner", p.Runner)
+	}
 
 	select {
 	case err := <-serveErr:
@@ -120,15 +130,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel()
 	// Stop the scheduler first so queued work is answered (or refused) while connections
 	// are still open, then close the listener and wait for the handlers to write.
-	schedErr := make(chan error, 1)
-	go func() { schedErr <- sched.Stop(grace) }()
+	schedErr := make(chan error, len(scheds))
+	for _, sched := range scheds {
+		go func() { schedErr <- sched.Stop(grace) }()
+	}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Shutdown(grace) }()
 	time.Sleep(50 * time.Millisecond) // let Shutdown close the listener first
 	srv.CloseUnusedConns()
 	httpErr := <-httpDone
-	if err := <-schedErr; err != nil {
-		log.Warn("scheduler stop", "err", err)
+	for range scheds {
+		if err := <-schedErr; err != nil {
+			log.Warn("scheduler stop", "err", err)
+		}
 	}
 	if httpErr != nil && !errors.Is(httpErr, http.ErrServerClosed) {
 		log.Warn("http shutdown", "err", httpErr)

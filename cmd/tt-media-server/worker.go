@@ -27,7 +27,7 @@ const hardwareResetCommand = "tt-smi -r"
 // newRunnerFactory builds the scheduler's runner factory: with WORKER_ISOLATION=process each
 // group's runner lives in a "device-worker" child process (this executable), otherwise the
 // registry's runner runs in this process.
-func newRunnerFactory(s *config.Settings, reg *runners.Registry, log *slog.Logger) func(config.DeviceGroup) (runners.Runner, error) {
+func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, log *slog.Logger) func(config.DeviceGroup) (runners.Runner, error) {
 	cacheBase := os.Getenv("TT_METAL_CACHE")
 	if cacheBase == "" {
 		if dir, err := os.UserCacheDir(); err == nil {
@@ -37,7 +37,7 @@ func newRunnerFactory(s *config.Settings, reg *runners.Registry, log *slog.Logge
 	return func(g config.DeviceGroup) (runners.Runner, error) {
 		spec := runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: s.DeviceMeshShape, Settings: s}
 		if s.WorkerIsolation != config.IsolationProcess {
-			return reg.New(s.ModelRunner, spec)
+			return reg.New(runner, spec)
 		}
 		var opTimeout = s.InferenceTimeout + 2*procrunner.DefaultGrace
 		if _, set := os.LookupEnv("TT_METAL_OPERATION_TIMEOUT_SECONDS"); set {
@@ -45,7 +45,7 @@ func newRunnerFactory(s *config.Settings, reg *runners.Registry, log *slog.Logge
 		}
 		return procrunner.New(procrunner.Config{
 			WorkerID: g.ID,
-			Args:     []string{workerCommand, g.ID},
+			Args:     []string{workerCommand, g.ID, runner},
 			Env:      procrunner.WorkerEnv(spec, cacheBase, opTimeout),
 			Logger:   log,
 		}), nil
@@ -66,8 +66,8 @@ func mockRunsResetCommand(s *config.Settings) bool {
 // shutdown or closes stdin. Logs go to stderr, which the server forwards tagged with the
 // worker id. The server starts it; it is not meant to be run by hand.
 func runDeviceWorker(ctx context.Context, args []string, stderr io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: tt-media-server %s GROUP (started by the server; GROUP as in DEVICE_IDS)", workerCommand)
+	if len(args) != 1 && len(args) != 2 {
+		return fmt.Errorf("usage: tt-media-server %s GROUP [RUNNER] (started by the server; GROUP as in DEVICE_IDS)", workerCommand)
 	}
 	group := args[0]
 	// The protocol owns the real stdout; everything else written to fd 1 (by Go or by C
@@ -95,13 +95,17 @@ func runDeviceWorker(ctx context.Context, args []string, stderr io.Writer) error
 	}
 	reg := runners.NewRegistry()
 	mock.Register(reg)
-	r, err := reg.New(settings.ModelRunner, *spec)
+	runner := settings.ModelRunner
+	if len(args) == 2 { // a MODEL_POOLS pool names its runner
+		runner = args[1]
+	}
+	r, err := reg.New(runner, *spec)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("device worker serving", "pid", os.Getpid(), "devices", spec.Devices, "runner", settings.ModelRunner,
+	log.Info("device worker serving", "pid", os.Getpid(), "devices", spec.Devices, "runner", runner,
 		"visible", os.Getenv("TT_VISIBLE_DEVICES"))
 	err = procrunner.Serve(ctx, r, os.Stdin, proto)
 	if errors.Is(err, context.Canceled) {

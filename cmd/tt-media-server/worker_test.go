@@ -31,7 +31,7 @@ func TestMockRunsResetCommand(t *testing.T) {
 }
 
 func TestDeviceWorkerUsage(t *testing.T) {
-	for _, args := range [][]string{nil, {"0", "1"}} {
+	for _, args := range [][]string{nil, {"0", "tt-whisper", "extra"}} {
 		err := run(context.Background(), append([]string{workerCommand}, args...), io.Discard)
 		require.ErrorContains(t, err, "usage: tt-media-server device-worker GROUP")
 	}
