@@ -70,6 +70,7 @@ type rawEnv struct {
 
 	LogLevel    string `envconfig:"LOG_LEVEL" default:"INFO"`
 	LogFile     string `envconfig:"LOG_FILE"`
+	LogFormat   string `envconfig:"LOG_FORMAT" default:"text"`
 	Environment string `envconfig:"ENVIRONMENT" default:"development"`
 
 	ServiceHost   string     `envconfig:"SERVICE_HOST" default:"0.0.0.0"`

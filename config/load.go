@@ -218,6 +218,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 
 		LogLevel:    strings.ToUpper(strings.TrimSpace(r.LogLevel)),
 		LogFile:     r.LogFile,
+		LogFormat:   strings.ToLower(strings.TrimSpace(r.LogFormat)),
 		Environment: r.Environment,
 
 		Host:             r.ServiceHost,
@@ -342,6 +343,9 @@ func checkScalars(s *Settings) error {
 	}
 	if s.WorkerIsolation != IsolationProcess && s.WorkerIsolation != IsolationInProcess {
 		return invalid("WORKER_ISOLATION", s.WorkerIsolation, "accepted: %s, %s", IsolationProcess, IsolationInProcess)
+	}
+	if s.LogFormat != "text" && s.LogFormat != "json" {
+		return invalid("LOG_FORMAT", s.LogFormat, "accepted: text, json")
 	}
 	if !contains(logLevels, s.LogLevel) {
 		return invalid("LOG_LEVEL", s.LogLevel, "accepted: %s", strings.Join(logLevels, ", "))

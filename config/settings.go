@@ -88,7 +88,8 @@ type Settings struct {
 
 	// Logging.
 	LogLevel    string // LOG_LEVEL, default INFO; upper-cased, one of DEBUG INFO WARNING WARN ERROR CRITICAL FATAL NOTSET
-	LogFile     string // LOG_FILE ("" = console only)
+	LogFile     string // LOG_FILE
+	LogFormat   string // LOG_FORMAT: text (default) or json ("" = console only)
 	Environment string // ENVIRONMENT, default "development"
 
 	// HTTP and auth.
@@ -171,6 +172,7 @@ func (s *Settings) Redacted() map[string]any {
 		"DEFAULT_THROTTLE_LEVEL":            s.DefaultThrottleLevel,
 		"MAX_QUEUE_SIZE":                    s.MaxQueueSize,
 		"MAX_BATCH_SIZE":                    s.MaxBatchSize,
+		"LOG_FORMAT":                        s.LogFormat,
 		"MODEL_POOLS":                       formatPools(s.Pools),
 		"METRICS_REQUIRE_AUTH":              s.MetricsAuth,
 		"API_KEYS":                          redactKeys(s.APIKeys),

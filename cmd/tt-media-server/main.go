@@ -191,5 +191,9 @@ func newLogger(s *config.Settings, stderr io.Writer) (*slog.Logger, func(), erro
 		w = io.MultiWriter(stderr, f)
 		closeFn = func() { _ = f.Close() }
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+	opts := &slog.HandlerOptions{Level: level}
+	if s.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), closeFn, nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), closeFn, nil
 }
