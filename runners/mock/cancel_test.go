@@ -1,0 +1,47 @@
+package mock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
+)
+
+// TestRunningDiffusionStopsWithinOneStep: a client that disconnects while its image is being
+// denoised frees the worker within one denoising step, through the real scheduler, and the
+// worker then serves the next job.
+func TestRunningDiffusionStopsWithinOneStep(t *testing.T) {
+	const step = 150 * time.Millisecond
+	s := scheduler.New(scheduler.Config{Groups: []config.DeviceGroup{{ID: "0"}}, QueueSize: 4, Timeout: time.Minute},
+		func(config.DeviceGroup) (runners.Runner, error) {
+			return NewImage(RunnerSDXL, 64, Latency{PerStep: step}), nil
+		})
+	s.Start(context.Background())
+	defer func() { require.NoError(t, s.Stop(context.Background())) }()
+	require.Eventually(t, s.Ready, 5*time.Second, 5*time.Millisecond)
+
+	seed := int64(1)
+	req := &runners.ImageRequest{Prompt: "a", GuidanceScale: 5, NumInferenceSteps: 20, Seed: &seed} // 3 s of work
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := s.Submit(ctx, req, nil); done <- err }()
+	time.Sleep(3*step + step/2) // mid-way through step 4
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	// The worker is free again within one step of the disconnect: a 1-step-long job queued now
+	// finishes well before the 16 remaining steps of the cancelled job could have run.
+	cancelled := time.Now()
+	short := &runners.ImageRequest{Prompt: "b", GuidanceScale: 5, NumInferenceSteps: 12, Seed: &seed}
+	_, err := s.Submit(context.Background(), short, nil)
+	require.NoError(t, err)
+	freeAfter := time.Since(cancelled) - 12*step
+	t.Logf("worker free %s after the disconnect (one step = %s)", freeAfter.Round(time.Millisecond), step)
+	require.Less(t, freeAfter, step+100*time.Millisecond, "the running job must stop at the next step boundary")
+	require.Equal(t, int64(1), s.Stats().CancelledRunning)
+}
