@@ -51,6 +51,7 @@ type rawEnv struct {
 	MaxQueuePerClient envInt     `envconfig:"MAX_QUEUE_PER_CLIENT" default:"0"`
 	ClientWeights     string     `envconfig:"CLIENT_WEIGHTS"`
 	ModelPools        string     `envconfig:"MODEL_POOLS"`
+	CanaryInterval    envSeconds `envconfig:"CANARY_INTERVAL_SECONDS" default:"10"`
 	InferenceTimeout  envSeconds `envconfig:"DEFAULT_INFERENCE_TIMEOUT_SECONDS" default:"90"`
 
 	NumInferenceSteps envInt `envconfig:"NUM_INFERENCE_STEPS" default:"20"`

@@ -192,6 +192,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MaxWorkerRestarts:             int(r.MaxWorkerRestartCount),
 		WorkerIsolation:               isolation(r.WorkerIsolation, mock),
 		WorkerCheckInterval:           time.Duration(r.WorkerCheckSleep),
+		CanaryInterval:                time.Duration(r.CanaryInterval),
 		AllowDeepReset:                bool(r.AllowDeepReset),
 		DefaultThrottleLevel:          r.DefaultThrottleLevel,
 

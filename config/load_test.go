@@ -504,7 +504,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 61)
+	require.Len(t, vars, 62)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

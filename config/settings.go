@@ -57,6 +57,7 @@ type Settings struct {
 	MaxWorkerRestarts    int           // MAX_WORKER_RESTART_COUNT, default 5
 	WorkerIsolation      string        // WORKER_ISOLATION: "process" (one child process per group) or "inprocess"; default process on hardware, inprocess in mock mode
 	WorkerCheckInterval  time.Duration // WORKER_CHECK_SLEEP_TIMEOUT (seconds, float), default 30
+	CanaryInterval       time.Duration // CANARY_INTERVAL_SECONDS: idle probe period (0: off), default 10
 	AllowDeepReset       bool          // ALLOW_DEEP_RESET, default false
 	DefaultThrottleLevel string        // DEFAULT_THROTTLE_LEVEL, default "5" (TT_MM_THROTTLE_PERF; "" = unset)
 
@@ -168,6 +169,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MAX_WORKER_RESTART_COUNT":          s.MaxWorkerRestarts,
 		"WORKER_ISOLATION":                  s.WorkerIsolation,
 		"WORKER_CHECK_SLEEP_TIMEOUT":        s.WorkerCheckInterval.Seconds(),
+		"CANARY_INTERVAL_SECONDS":           s.CanaryInterval.Seconds(),
 		"ALLOW_DEEP_RESET":                  s.AllowDeepReset,
 		"DEFAULT_THROTTLE_LEVEL":            s.DefaultThrottleLevel,
 		"MAX_QUEUE_SIZE":                    s.MaxQueueSize,

@@ -62,6 +62,14 @@ type Runner interface {
 	Close() error
 }
 
+// Prober is implemented by runners that can check their device cheaply while idle (a
+// worker process's liveness, a device status read) without spending device time on a real
+// inference. The worker calls Probe every CANARY_INTERVAL_SECONDS of idleness; an error makes
+// it restart the runner, so a dead device is found before a client's request hits it.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
 // ImageRequest is a text-to-image request (SDXL, SD3.5), validated by the server.
 type ImageRequest struct {
 	Prompt            string

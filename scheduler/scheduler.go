@@ -89,7 +89,10 @@ type Config struct {
 	MaxRestarts   int            // MAX_WORKER_RESTART_COUNT
 	RestartDelay  time.Duration  // pause before re-warming a failed worker (RESET_DEVICE_SLEEP_TIME)
 	CheckInterval time.Duration  // health monitor period (WORKER_CHECK_SLEEP_TIMEOUT)
-	Reset         ResetFunc      // optional: resets devices before a worker restarts
+	// CanaryInterval: an idle worker whose runner implements runners.Prober probes it this
+	// often; a failed probe restarts the worker. 0 turns probing off.
+	CanaryInterval time.Duration
+	Reset          ResetFunc // optional: resets devices before a worker restarts
 	// OnJobDone, when set, hears about every job that reached a runner: its queue wait, the
 	// run time of its batch, and its outcome ("ok", "error" or "cancelled").
 	OnJobDone func(worker string, wait, device time.Duration, outcome string)

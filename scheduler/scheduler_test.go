@@ -400,3 +400,41 @@ func TestDeviceLostRestartsWorker(t *testing.T) {
 	require.Equal(t, int64(1), resets.Load())
 	require.Equal(t, int64(2), made.Load())
 }
+
+// probeRunner fails its probe once, while idle.
+type probeRunner struct {
+	probes *atomic.Int64
+}
+
+func (p *probeRunner) Warmup(context.Context) error { return nil }
+func (p *probeRunner) Close() error                 { return nil }
+func (p *probeRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outcome {
+	out := make([]runners.Outcome, len(tasks))
+	for i := range out {
+		out[i] = runners.Outcome{Value: "ok"}
+	}
+	return out
+}
+func (p *probeRunner) Probe(context.Context) error {
+	if p.probes.Add(1) == 2 {
+		return fmt.Errorf("child exited: %w", runners.ErrDeviceLost)
+	}
+	return nil
+}
+
+func TestIdleCanaryFindsDeadDevice(t *testing.T) {
+	var probes, made atomic.Int64
+	s := New(Config{Groups: []config.DeviceGroup{{ID: "0"}}, QueueSize: 2, MaxRestarts: 3, CanaryInterval: 20 * time.Millisecond},
+		func(config.DeviceGroup) (runners.Runner, error) {
+			made.Add(1)
+			return &probeRunner{probes: &probes}, nil
+		})
+	s.Start(context.Background())
+	defer func() { _ = s.Stop(context.Background()) }()
+	waitFor(t, "restart after the failed probe", func() bool { return s.Workers()["0"].RestartCount == 1 && s.Ready() })
+	require.Equal(t, int64(2), made.Load())
+	require.Contains(t, s.Workers()["0"].LastError, "canary probe")
+	v, err := s.Submit(context.Background(), "x", nil)
+	require.NoError(t, err)
+	require.Equal(t, "ok", v)
+}

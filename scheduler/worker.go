@@ -213,10 +213,27 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 		case <-waitCtx.Done():
 		}
 	}()
+	prober, _ := r.(runners.Prober)
+	every := w.s.cfg.CanaryInterval
 	for waitCtx.Err() == nil {
-		batch := w.s.q.takeBatch(waitCtx, w.s.cfg.MaxBatchSize, w.s.cfg.MaxBatchDelay)
+		idleCtx, stopIdle := waitCtx, context.CancelFunc(func() {})
+		if prober != nil && every > 0 {
+			idleCtx, stopIdle = context.WithTimeout(waitCtx, every)
+		}
+		batch := w.s.q.takeBatch(idleCtx, w.s.cfg.MaxBatchSize, w.s.cfg.MaxBatchDelay)
+		stopIdle()
 		if batch == nil {
-			return nil
+			if waitCtx.Err() != nil || prober == nil || every <= 0 {
+				return nil
+			}
+			pctx, cancel := context.WithTimeout(ctx, every)
+			err := prober.Probe(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				w.s.log.Error("canary probe failed; restarting the worker", "worker", w.group.ID, "err", err)
+				return fmt.Errorf("canary probe: %w", err)
+			}
+			continue
 		}
 		if err := w.runBatch(ctx, r, batch); err != nil {
 			return err

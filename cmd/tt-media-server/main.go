@@ -78,19 +78,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		runner := p.Runner
 		sched := scheduler.New(scheduler.Config{
-			Groups:        p.Groups,
-			QueueSize:     settings.MaxQueueSize,
-			MaxBatchSize:  settings.MaxBatchSize,
-			MaxBatchDelay: settings.MaxBatchDelay,
-			PerClientCap:  settings.MaxQueuePerClient,
-			ClientWeights: settings.ClientWeights,
-			StartDelay:    settings.NewDeviceDelay,
-			Timeout:       settings.InferenceTimeout,
-			MaxRestarts:   settings.MaxWorkerRestarts,
-			RestartDelay:  settings.ResetDeviceSleep,
-			CheckInterval: settings.WorkerCheckInterval,
-			Reset:         resetDevices(settings, log),
-			Logger:        log.With("model", runner),
+			Groups:         p.Groups,
+			QueueSize:      settings.MaxQueueSize,
+			MaxBatchSize:   settings.MaxBatchSize,
+			MaxBatchDelay:  settings.MaxBatchDelay,
+			PerClientCap:   settings.MaxQueuePerClient,
+			ClientWeights:  settings.ClientWeights,
+			StartDelay:     settings.NewDeviceDelay,
+			Timeout:        settings.InferenceTimeout,
+			MaxRestarts:    settings.MaxWorkerRestarts,
+			RestartDelay:   settings.ResetDeviceSleep,
+			CheckInterval:  settings.WorkerCheckInterval,
+			CanaryInterval: settings.CanaryInterval,
+			Reset:          resetDevices(settings, log),
+			Logger:         log.With("model", runner),
 			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
 				m.JobDone(runner, worker, wait, device, outcome)
 			},

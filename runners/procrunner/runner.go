@@ -299,6 +299,17 @@ func (r *Runner) kill(reason error) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
+// Probe reports whether the child is alive: it has not exited and its heartbeats are on time
+// (a silent child is killed by the heartbeat watcher). It costs no device time.
+func (r *Runner) Probe(ctx context.Context) error {
+	select {
+	case <-r.gone:
+		return r.death()
+	default:
+	}
+	return ctx.Err()
+}
+
 // death is the error for jobs lost with the child.
 func (r *Runner) death() error {
 	r.mu.Lock()
