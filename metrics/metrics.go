@@ -39,6 +39,7 @@ type Metrics struct {
 	audioSeconds *prometheus.CounterVec
 	rtf          *prometheus.HistogramVec
 	steps        *prometheus.CounterVec
+	clients      *prometheus.CounterVec
 	sources      *sourceSet
 }
 
@@ -70,8 +71,10 @@ func New() *Metrics {
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "denoising_steps_total",
 			Help: "Denoising steps run (rate() gives steps per second)."}, []string{"model"}),
 	}
+	m.clients = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "client_requests_total",
+		Help: "Authenticated requests by client (API key name; all JWT callers count as \"jwt\") and status class."}, []string{"client", "class"})
 	m.sources = &sourceSet{}
-	reg.MustRegister(m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps, m.sources)
+	reg.MustRegister(m.clients, m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps, m.sources)
 	return m
 }
 
@@ -84,6 +87,12 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Request(route, method string, status int, d time.Duration) {
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// ClientRequest counts one authenticated request of client (a configured key name or "jwt",
+// so the label set stays as small as the key list) with its status class ("2xx", "4xx", ...).
+func (m *Metrics) ClientRequest(client string, status int) {
+	m.clients.WithLabelValues(client, strconv.Itoa(status/100)+"xx").Inc()
 }
 
 // JobDone records a job that reached a worker (the scheduler's hook).

@@ -29,6 +29,7 @@ func TestScrape(t *testing.T) {
 	m.JobDone("tt-sdxl-trace", "0", 10*time.Millisecond, 100*time.Millisecond, "ok")
 	m.Images("tt-sdxl-trace", 2, 20)
 	m.Transcribed("tt-whisper", 30, 3*time.Second)
+	m.ClientRequest("bench", 429)
 
 	w := httptest.NewRecorder()
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
@@ -51,6 +52,7 @@ func TestScrape(t *testing.T) {
 		`tt_media_server_worker_state{model="tt-sdxl-trace",state="failed",worker="1"} 1`,
 		`tt_media_server_worker_restarts_total{model="tt-sdxl-trace",worker="0"} 2`,
 		`tt_media_server_drain_rate{model="tt-sdxl-trace"} 12.5`,
+		`tt_media_server_client_requests_total{class="4xx",client="bench"} 1`,
 		`go_goroutines`,
 	} {
 		require.Contains(t, string(body), want)

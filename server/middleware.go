@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
 const (
@@ -84,6 +86,12 @@ func (s *Server) recordMetrics() gin.HandlerFunc {
 			route = "unmatched"
 		}
 		s.metrics.Request(route, c.Request.Method, c.Writer.Status(), time.Since(start))
+		if client := scheduler.ClientOf(c.Request.Context()); client != "" {
+			if strings.HasPrefix(client, "jwt") {
+				client = "jwt" // token subjects are unbounded; key names are not
+			}
+			s.metrics.ClientRequest(client, c.Writer.Status())
+		}
 	}
 }
 
