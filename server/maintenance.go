@@ -85,27 +85,36 @@ func (s *Server) handleLiveness(c *gin.Context) {
 			"max_queue_size": p.Sched.QueueCap(), "worker_info": wi}
 	}
 	ready := s.ready()
-	resp := gin.H{
-		"status":            "alive",
-		"model_ready":       ready,
-		"queue_size":        queue,
-		"max_queue_size":    capacity,
-		"device_mesh_shape": []int{s.cfg.DeviceMeshShape.Rows, s.cfg.DeviceMeshShape.Cols},
-		"device":            device,
-		"worker_info":       info,
-		"runner_in_use":     strings.Join(runnerNames, ","),
-		"mock_devices":      s.mock,
+	resp := livenessResponse{
+		Status: "alive", ModelReady: ready, QueueSize: queue, MaxQueueSize: capacity,
+		DeviceMeshShape: [2]int{s.cfg.DeviceMeshShape.Rows, s.cfg.DeviceMeshShape.Cols},
+		Device:          device, WorkerInfo: info, RunnerInUse: strings.Join(runnerNames, ","), MockDevices: s.mock,
 	}
 	if len(s.pools) > 1 {
-		resp["pools"] = pools
+		resp.Pools = pools
 	}
 	if !ready {
-		resp["detail"] = "Model is not ready"
+		resp.Detail = "Model is not ready"
 		setRetryAfter(c, 5*time.Second)
 		writeJSON(c, http.StatusServiceUnavailable, resp)
 		return
 	}
 	writeJSON(c, http.StatusOK, resp)
+}
+
+// livenessResponse is /tt-liveness's body, in the Python server's key order.
+type livenessResponse struct {
+	Status          string                `json:"status"`
+	ModelReady      bool                  `json:"model_ready"`
+	QueueSize       int                   `json:"queue_size"`
+	MaxQueueSize    int                   `json:"max_queue_size"`
+	DeviceMeshShape [2]int                `json:"device_mesh_shape"`
+	Device          string                `json:"device"`
+	WorkerInfo      map[string]workerInfo `json:"worker_info"`
+	RunnerInUse     string                `json:"runner_in_use"`
+	MockDevices     bool                  `json:"mock_devices"`
+	Pools           map[string]any        `json:"pools,omitempty"`
+	Detail          string                `json:"detail,omitempty"`
 }
 
 // handleHealth serves GET /health (vLLM-compatible): 200 {} when ready, 503 otherwise.
