@@ -148,6 +148,7 @@ var (
 	workerDesc     = prometheus.NewDesc(namespace+"_worker_state", "1 for the state each worker is in.", []string{"model", "worker", "state"}, nil)
 	restartsDesc   = prometheus.NewDesc(namespace+"_worker_restarts_total", "Worker restarts (warm-up failures, crashes, resets).", []string{"model", "worker"}, nil)
 	errorsDesc     = prometheus.NewDesc(namespace+"_worker_errors_total", "Worker errors (failed warm-ups, crashes, failed jobs).", []string{"model", "worker"}, nil)
+	admittedDesc   = prometheus.NewDesc(namespace+"_admitted_total", "Requests admitted to the queue.", []string{"model"}, nil)
 	drainDesc      = prometheus.NewDesc(namespace+"_drain_rate", "Measured throughput of the ready workers, in cost units per second (steps, audio seconds, images).", []string{"model"}, nil)
 )
 
@@ -160,7 +161,7 @@ type sourceCollector struct {
 }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queueDepthDesc, queueCapDesc, rejectedDesc, cancelledDesc, workerDesc, restartsDesc, errorsDesc, drainDesc} {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, queueCapDesc, admittedDesc, rejectedDesc, cancelledDesc, workerDesc, restartsDesc, errorsDesc, drainDesc} {
 		ch <- d
 	}
 }
@@ -176,6 +177,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	g(queueDepthDesc, float64(c.src.QueueLen()))
 	g(queueCapDesc, float64(c.src.QueueCap()))
 	g(drainDesc, st.DrainRate)
+	cnt(admittedDesc, st.Accepted)
 	cnt(rejectedDesc, st.RejectedFull, "queue_full")
 	cnt(rejectedDesc, st.RejectedDeadline, "deadline")
 	cnt(rejectedDesc, st.RejectedNotReady, "not_ready")
