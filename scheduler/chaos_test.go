@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,7 +104,11 @@ func TestChaos(t *testing.T) {
 	s.Start(context.Background())
 	waitFor(t, "ready", s.Ready)
 
-	const clients, perClient = 64, 12 // 64 in flight against 3 workers and 16 queue slots
+	const clients = 64 // in flight against 3 workers and 16 queue slots
+	perClient := 12
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_SCALE")); err == nil && v > 0 {
+		perClient *= v // scripts/soak.sh
+	}
 	type result struct {
 		err     error
 		overrun time.Duration
