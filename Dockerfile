@@ -1,0 +1,126 @@
+# syntax=docker/dockerfile:1
+# check=error=true
+
+# tt-media-server (Go) container images. Two targets:
+#
+#   sim   (the default, last stage) a small mock-device image: the pure-Go binary
+#         (CGO_ENABLED=0, no ttnn tag) on distroless/static, non-root, with a HEALTHCHECK
+#         on /tt-liveness. No Tenstorrent hardware or software needed.
+#           docker build -t tt-media-server:sim .
+#           docker run --rm -p 8000:8000 tt-media-server:sim
+#
+#   ttnn  the hardware image: built with `-tags ttnn` (cgo, metal backend over the tt-mlir
+#         runtime) on a tt-mlir / tt-metal base image that already holds a BUILT tt-mlir
+#         runtime under $TT_MLIR_HOME (libTTMLIRRuntime.so) and tt-metal under $TT_METAL_HOME.
+#           docker build --target ttnn -t tt-media-server:ttnn \
+#             --build-arg TT_BASE_IMAGE=<your tt-mlir runtime image> .
+#         Host requirements (not something an image can provide):
+#           * the tt-kmd driver loaded: /dev/tenstorrent/<N> exists for each chip;
+#           * 1 GiB hugepages reserved and mounted at /dev/hugepages-1G (tt-installer or
+#             `tt-smi` host setup); the UMD pins its host buffers there;
+#           * run with --device /dev/tenstorrent (or /dev/tenstorrent/<N> per chip) and
+#             --mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G;
+#           * the device nodes are root:root 0666 on a default tt-kmd install; if your host
+#             restricts them, add --group-add <gid of /dev/tenstorrent/*> or --user root
+#             (the Python server's Galaxy lines use --user root).
+#         See docs/DEPLOY.md for the Galaxy `docker run` lines.
+#
+# The server is configured only by environment variables (README.md, config/env.go); it
+# listens on SERVICE_HOST:SERVICE_PORT (0.0.0.0:8000).
+
+ARG GO_VERSION=1.26.8
+ARG TT_BASE_IMAGE=ghcr.io/tenstorrent/tt-mlir/tt-mlir-ci-ubuntu-22-04:latest
+
+# ---------------------------------------------------------------------------------------------
+# Go toolchain image, used as a build stage and as the source of /usr/local/go for the ttnn build.
+FROM golang:${GO_VERSION}-bookworm AS go-toolchain
+
+# ---------------------------------------------------------------------------------------------
+# Pure-Go build: the server (mock-device mode) and the health probe, both static.
+FROM go-toolchain AS build-sim
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-media-server ./cmd/tt-media-server
+WORKDIR /src/deploy/healthcheck
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-healthcheck .
+
+# ---------------------------------------------------------------------------------------------
+# Hardware build: cgo + `-tags ttnn` against the tt-mlir runtime in the base image.
+FROM ${TT_BASE_IMAGE} AS build-ttnn
+ARG TT_MLIR_HOME=/opt/tt-mlir
+ARG TT_METAL_HOME=/opt/tt-mlir/third_party/tt-metal/src/tt-metal
+ARG CXX=clang++-17
+ARG CC=clang-17
+ENV TT_MLIR_HOME=${TT_MLIR_HOME} \
+    TT_METAL_HOME=${TT_METAL_HOME} \
+    PATH=/usr/local/go/bin:${PATH}
+COPY --from=go-toolchain /usr/local/go /usr/local/go
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# Fail early, with the reason, when the base image has no built runtime.
+RUN test -e "${TT_MLIR_HOME}/build/lib/libTTMLIRRuntime.so" \
+    || { echo "TT_BASE_IMAGE has no ${TT_MLIR_HOME}/build/lib/libTTMLIRRuntime.so:" \
+              "use an image with tt-mlir built with -DTTMLIR_ENABLE_RUNTIME=ON" \
+              "(or set --build-arg TT_MLIR_HOME=...)" >&2; exit 1; }
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=1 CC="${CC}" CXX="${CXX}" \
+    CGO_CPPFLAGS="-I${TT_MLIR_HOME}/runtime/include -I${TT_MLIR_HOME}/build/include -I${TT_MLIR_HOME}/build/runtime/include -I${TT_METAL_HOME} -I${TT_METAL_HOME}/tt_metal/api" \
+    CGO_LDFLAGS="-L${TT_MLIR_HOME}/build/lib -Wl,-rpath,${TT_MLIR_HOME}/build/lib" \
+    go build -tags ttnn -trimpath -o /out/tt-media-server ./cmd/tt-media-server
+WORKDIR /src/deploy/healthcheck
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-healthcheck .
+
+# ---------------------------------------------------------------------------------------------
+# Hardware runtime image.
+FROM ${TT_BASE_IMAGE} AS ttnn
+ARG TT_MLIR_HOME=/opt/tt-mlir
+ARG TT_METAL_HOME=/opt/tt-mlir/third_party/tt-metal/src/tt-metal
+ARG APP_UID=1000
+LABEL org.opencontainers.image.title="tt-media-server (ttnn)" \
+      org.opencontainers.image.description="Go media inference server for Tenstorrent devices (SDXL, SD3.5, Whisper, ResNet)" \
+      org.opencontainers.image.source="https://github.com/tenstorrent/tt-media-server-go"
+# The Python image's defaults that matter on hardware: throttle level 5 for every worker.
+ENV TT_MLIR_HOME=${TT_MLIR_HOME} \
+    TT_METAL_HOME=${TT_METAL_HOME} \
+    LD_LIBRARY_PATH=${TT_MLIR_HOME}/build/lib \
+    SERVICE_HOST=0.0.0.0 \
+    SERVICE_PORT=8000 \
+    DEFAULT_THROTTLE_LEVEL=5
+RUN useradd --uid "${APP_UID}" --create-home --shell /usr/sbin/nologin tt-media \
+    && mkdir -p /app \
+    && chown tt-media /app
+COPY --from=build-ttnn /out/tt-media-server /out/tt-healthcheck /usr/local/bin/
+COPY run_uvicorn_equivalent.sh /usr/local/bin/run_uvicorn_equivalent.sh
+WORKDIR /app
+USER ${APP_UID}
+EXPOSE 8000/tcp
+# Warm-up of SDXL/SD3.5 traces takes minutes on hardware: a long start period.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=900s --retries=3 \
+    CMD ["/usr/local/bin/tt-healthcheck"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/run_uvicorn_equivalent.sh"]
+
+# ---------------------------------------------------------------------------------------------
+# Mock-device image (default target).
+FROM gcr.io/distroless/static-debian12:nonroot AS sim
+LABEL org.opencontainers.image.title="tt-media-server (sim)" \
+      org.opencontainers.image.description="Go media inference server, mock-device mode: simulated devices, no Tenstorrent hardware" \
+      org.opencontainers.image.source="https://github.com/tenstorrent/tt-media-server-go"
+ENV SERVICE_HOST=0.0.0.0 \
+    SERVICE_PORT=8000
+COPY --from=build-sim /out/tt-media-server /out/tt-healthcheck /usr/local/bin/
+WORKDIR /app
+# distroless "nonroot": uid/gid 65532.
+USER 65532:65532
+EXPOSE 8000/tcp
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+    CMD ["/usr/local/bin/tt-healthcheck"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/tt-media-server"]

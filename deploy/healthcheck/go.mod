@@ -1,0 +1,3 @@
+module github.com/tenstorrent/tt-media-server-go/deploy/healthcheck
+
+go 1.26.8
