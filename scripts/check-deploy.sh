@@ -9,7 +9,8 @@
 #
 # The root `go test ./...` does not reach these modules; CI runs this script.
 #
-# helm v3.22.0 is built once into deploy/bin/helm (3-11 minutes on 2 cores) and reused. When it
+# helm v3.22.0 is built once into ~/.cache/tt-media-server-go/helm-v3.22.0 (3-11 minutes on 2
+# cores) and reused by every clone on the machine. When it
 # cannot be built (no module proxy, or CHECK_DEPLOY_NO_HELM_BUILD=1), the helm tests skip with
 # a message and everything else still runs. HELM=/path/to/helm uses an existing binary.
 set -euo pipefail
@@ -17,7 +18,9 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 helm_version=v3.22.0
-helm_bin=$root/deploy/bin/helm
+# Built once per machine, outside the repository, so fresh clones (CI) reuse it.
+helm_dir=${TT_TOOLS_CACHE:-$HOME/.cache/tt-media-server-go}/helm-$helm_version
+helm_bin=$helm_dir/helm
 
 echo "== check-deploy: gofmt"
 unformatted=$(gofmt -l deploy)
@@ -36,9 +39,9 @@ if [ -z "${HELM:-}" ]; then
 	elif [ "${CHECK_DEPLOY_NO_HELM_BUILD:-}" = 1 ]; then
 		echo "== check-deploy: helm absent and CHECK_DEPLOY_NO_HELM_BUILD=1: helm tests will skip"
 	else
-		echo "== check-deploy: building helm $helm_version into deploy/bin (once; takes minutes)"
+		echo "== check-deploy: building helm $helm_version into $helm_dir (once per machine; takes minutes)"
 		start=$(date +%s)
-		if (cd deploy && GOBIN="$root/deploy/bin" timeout 1200 go install "helm.sh/helm/v3/cmd/helm@$helm_version"); then
+		if (cd deploy && mkdir -p "$helm_dir" && GOBIN="$helm_dir" timeout 1200 go install "helm.sh/helm/v3/cmd/helm@$helm_version"); then
 			echo "   built in $(($(date +%s) - start)) s"
 			export HELM=$helm_bin
 		else
