@@ -1,0 +1,547 @@
+package pipeline
+
+import (
+	"context"
+	"embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+// Program names of the SDXL pipeline; a program set holds "<name>.ttbsim" for each.
+const (
+	ProgTextEncoder  = "sdxl-text-encoder"
+	ProgTextEncoder2 = "sdxl-text-encoder-2"
+	ProgUNet         = "sdxl-unet"
+	ProgVAE          = "sdxl-vae"
+)
+
+//go:embed programs/*.ttbsim
+var ownPrograms embed.FS
+
+// Programs returns the simulator manifests of the full-size SDXL pipeline: the two text
+// encoders from this package and the UNet and VAE from ttnn.SimPrograms().
+func Programs() fs.FS {
+	own, err := fs.Sub(ownPrograms, "programs")
+	if err != nil { // cannot happen: the directory is embedded above
+		own = ownPrograms
+	}
+	return overlay{own, ttnn.SimPrograms()}
+}
+
+// overlay opens a name from the first FS that has it.
+type overlay []fs.FS
+
+func (o overlay) Open(name string) (fs.File, error) {
+	for _, f := range o {
+		file, err := f.Open(name)
+		if err == nil {
+			return file, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+// Stats count a TTNNDevice's program executions since it was made (warm-up excluded).
+type Stats struct {
+	// Encodes counts Encode calls; each runs both encoder programs once.
+	Encodes int
+	// TraceCaptures counts UNet trace captures (1, at warm-up).
+	TraceCaptures int
+	// TraceReplays counts UNet steps, each a replay of the captured trace.
+	TraceReplays int
+	// VAEDecodes counts VAE program runs.
+	VAEDecodes int
+}
+
+// program is a loaded program's one function with persistent (retained) inputs.
+type program struct {
+	name   string
+	prog   *ttnn.Program
+	fn     ttnn.Function
+	inputs []*ttnn.Tensor
+}
+
+func (p *program) input(name string) (*ttnn.Tensor, ttnn.TensorDesc, error) {
+	for i, d := range p.fn.Inputs {
+		if d.Name == name {
+			return p.inputs[i], d, nil
+		}
+	}
+	return nil, ttnn.TensorDesc{}, fmt.Errorf("program %s has no input %q", p.name, name)
+}
+
+func (p *program) output(name string) (int, ttnn.TensorDesc, error) {
+	for i, d := range p.fn.Outputs {
+		if d.Name == name {
+			return i, d, nil
+		}
+	}
+	return 0, ttnn.TensorDesc{}, fmt.Errorf("program %s has no output %q", p.name, name)
+}
+
+// TTNNDevice runs the SDXL programs on a ttnn device (the simulator, or hardware once the
+// metal backend runs them). At construction it runs each program once (the compile run) and
+// captures one UNet step in a trace; every UNet call then writes the trace's persistent inputs
+// and replays it. Device calls are not interrupted once started (as on hardware): ctx is
+// checked before each call. Methods are serialized.
+type TTNNDevice struct {
+	mu                    sync.Mutex
+	dev                   *ttnn.Device
+	dir                   string
+	progs                 []*program
+	enc1, enc2, unet, vae *program
+	spec                  Spec
+	batch                 int // the programs' batch (2: negative and positive prompt)
+	hid1                  int // first encoder's hidden size
+
+	trace     *ttnn.Trace
+	traceOuts []*ttnn.Tensor
+	lastCond  *Cond
+	stats     Stats
+}
+
+// NewTTNNDevice loads the four programs of set (see Programs), compiled for dev's mesh,
+// checks that their shapes agree, runs each once and captures the UNet trace. dev stays
+// the caller's; Close releases only what NewTTNNDevice made.
+func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNDevice, err error) {
+	d := &TTNNDevice{dev: dev}
+	defer func() {
+		if err != nil {
+			_ = d.Close()
+		}
+	}()
+	if d.dir, err = os.MkdirTemp("", "sdxl-programs-"); err != nil {
+		return nil, fmt.Errorf("pipeline: program directory: %w", err)
+	}
+	for _, name := range []string{ProgTextEncoder, ProgTextEncoder2, ProgUNet, ProgVAE} {
+		p, err := d.load(ctx, set, name)
+		if p != nil {
+			d.progs = append(d.progs, p)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	d.enc1, d.enc2, d.unet, d.vae = d.progs[0], d.progs[1], d.progs[2], d.progs[3]
+	if err := d.checkShapes(); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	for _, p := range d.progs {
+		// The first run compiles the program and must precede a trace capture.
+		outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
+		freeAll(outs)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: compile run of %s: %w", p.name, deviceErr(err))
+		}
+	}
+	if err := d.capture(ctx); err != nil {
+		return nil, fmt.Errorf("pipeline: capture %s trace: %w", ProgUNet, deviceErr(err))
+	}
+	return d, nil
+}
+
+// load writes the manifest, with its mesh line set to the device's mesh, and loads it with
+// retained inputs.
+func (d *TTNNDevice) load(ctx context.Context, set fs.FS, name string) (*program, error) {
+	src, err := fs.ReadFile(set, name+".ttbsim")
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: program %s: %w", name, err)
+	}
+	mesh := d.dev.Info().Mesh
+	lines := strings.Split(string(src), "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
+			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
+		}
+	}
+	path := filepath.Join(d.dir, name+".ttbsim")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		return nil, fmt.Errorf("pipeline: program %s: %w", name, err)
+	}
+	prog, err := d.dev.LoadProgram(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: load program %s: %w", name, deviceErr(err))
+	}
+	p := &program{name: name, prog: prog}
+	fns := prog.Functions()
+	if len(fns) != 1 {
+		return p, fmt.Errorf("pipeline: program %s has %d functions, want 1", name, len(fns))
+	}
+	p.fn = fns[0]
+	for _, in := range p.fn.Inputs {
+		t, err := d.dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
+		if err != nil {
+			return p, fmt.Errorf("pipeline: allocate %s input %s: %w", name, in, deviceErr(err))
+		}
+		p.inputs = append(p.inputs, t)
+	}
+	return p, nil
+}
+
+// want checks one tensor's dtype and shape.
+func want(p *program, d ttnn.TensorDesc, dt ttnn.DType, shape ...int) error {
+	if d.DType != dt || !slices.Equal(d.Shape, shape) {
+		return fmt.Errorf("program %s: %s, want %v%v", p.name, d, dt, shape)
+	}
+	return nil
+}
+
+// checkShapes derives the Spec from the programs and checks that they fit together.
+func (d *TTNNDevice) checkShapes() error {
+	_, ids, err := d.enc1.input("input_ids")
+	if err != nil {
+		return err
+	}
+	if len(ids.Shape) != 2 || ids.Shape[0] < 1 {
+		return fmt.Errorf("program %s: input_ids %v, want [batch, seq]", d.enc1.name, ids.Shape)
+	}
+	b, seq := ids.Shape[0], ids.Shape[1]
+	_, h1, err := d.enc1.output("hidden_states")
+	if err != nil {
+		return err
+	}
+	if len(h1.Shape) != 3 {
+		return fmt.Errorf("program %s: hidden_states %v, want [batch, seq, hidden]", d.enc1.name, h1.Shape)
+	}
+	d.hid1 = h1.Shape[2]
+	_, h2, err := d.enc2.output("hidden_states")
+	if err != nil {
+		return err
+	}
+	_, pooled, err := d.enc2.output("text_embeds")
+	if err != nil {
+		return err
+	}
+	if len(h2.Shape) != 3 || len(pooled.Shape) != 2 {
+		return fmt.Errorf("program %s: hidden_states %v, text_embeds %v", d.enc2.name, h2.Shape, pooled.Shape)
+	}
+	_, sample, err := d.unet.input("sample")
+	if err != nil {
+		return err
+	}
+	if len(sample.Shape) != 4 {
+		return fmt.Errorf("program %s: sample %v, want [batch, c, h, w]", d.unet.name, sample.Shape)
+	}
+	c, lh, lw := sample.Shape[1], sample.Shape[2], sample.Shape[3]
+	_, img, err := d.vae.output("image")
+	if err != nil {
+		return err
+	}
+	if len(img.Shape) != 4 {
+		return fmt.Errorf("program %s: image %v, want [1, 3, h, w]", d.vae.name, img.Shape)
+	}
+	d.batch = b
+	d.spec = Spec{LatentChannels: c, LatentHeight: lh, LatentWidth: lw, SeqLen: seq,
+		HiddenSize: d.hid1 + h2.Shape[2], PooledSize: pooled.Shape[1], ImageHeight: img.Shape[2], ImageWidth: img.Shape[3]}
+	s := d.spec
+	checks := []struct {
+		p    *program
+		in   bool
+		name string
+		dt   ttnn.DType
+		sh   []int
+	}{
+		{d.enc1, false, "hidden_states", ttnn.BF16, []int{b, seq, d.hid1}},
+		{d.enc2, true, "input_ids", ttnn.I32, []int{b, seq}},
+		{d.enc2, false, "hidden_states", ttnn.BF16, []int{b, seq, h2.Shape[2]}},
+		{d.enc2, false, "text_embeds", ttnn.BF16, []int{b, s.PooledSize}},
+		{d.unet, true, "sample", ttnn.BF16, []int{b, c, lh, lw}},
+		{d.unet, true, "timestep", ttnn.F32, []int{1}},
+		{d.unet, true, "encoder_hidden_states", ttnn.BF16, []int{b, seq, s.HiddenSize}},
+		{d.unet, true, "text_embeds", ttnn.BF16, []int{b, s.PooledSize}},
+		{d.unet, true, "time_ids", ttnn.F32, []int{b, timeIDsLen}},
+		{d.unet, false, "noise_pred", ttnn.BF16, []int{b, c, lh, lw}},
+		{d.vae, true, "latents", ttnn.BF16, []int{1, c, lh, lw}},
+		{d.vae, false, "image", ttnn.BF16, []int{1, 3, s.ImageHeight, s.ImageWidth}},
+	}
+	if ids.DType != ttnn.I32 {
+		return fmt.Errorf("program %s: %s, want i32", d.enc1.name, ids)
+	}
+	for _, c := range checks {
+		var desc ttnn.TensorDesc
+		if c.in {
+			_, desc, err = c.p.input(c.name)
+		} else {
+			_, desc, err = c.p.output(c.name)
+		}
+		if err != nil {
+			return err
+		}
+		if err := want(c.p, desc, c.dt, c.sh...); err != nil {
+			return err
+		}
+	}
+	if len(d.unet.fn.Inputs) != 5 || len(d.vae.fn.Inputs) != 1 || len(d.enc1.fn.Inputs) != 1 || len(d.enc2.fn.Inputs) != 1 {
+		return errors.New("programs have unexpected extra inputs")
+	}
+	return nil
+}
+
+func (d *TTNNDevice) capture(ctx context.Context) error {
+	tr, err := d.dev.BeginTrace(ctx, 0)
+	if err != nil {
+		return err
+	}
+	outs, err := d.unet.prog.Run(ctx, 0, d.unet.fn.Name, d.unet.inputs...)
+	if endErr := tr.End(ctx); err == nil {
+		err = endErr
+	}
+	if err != nil {
+		_ = tr.Release()
+		freeAll(outs)
+		return err
+	}
+	d.trace, d.traceOuts = tr, outs
+	d.stats.TraceCaptures++
+	return nil
+}
+
+// Spec implements Device.
+func (d *TTNNDevice) Spec() Spec { return d.spec }
+
+// Stats returns the execution counts so far.
+func (d *TTNNDevice) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// Encode implements Device: both encoder programs run once over the prompts, padded to the
+// programs' batch by repeating the last prompt.
+func (d *TTNNDevice) Encode(ctx context.Context, prompts []clip.SDXLInputs) (Embeds, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, b := d.spec, len(prompts)
+	if b < 1 || b > d.batch {
+		return Embeds{}, fmt.Errorf("pipeline: %d prompts for encoders of batch %d", b, d.batch)
+	}
+	ids := [2][]byte{make([]byte, 4*d.batch*s.SeqLen), make([]byte, 4*d.batch*s.SeqLen)}
+	for row := range d.batch {
+		in := prompts[min(row, b-1)]
+		for e, enc := range []clip.Inputs{in.Encoder1, in.Encoder2} {
+			if len(enc.IDs) != s.SeqLen {
+				return Embeds{}, fmt.Errorf("pipeline: %d token ids for encoders of sequence length %d", len(enc.IDs), s.SeqLen)
+			}
+			for j, id := range enc.IDs {
+				binary.LittleEndian.PutUint32(ids[e][4*(row*s.SeqLen+j):], uint32(int32(id)))
+			}
+		}
+	}
+	h1, err := d.runRead(ctx, d.enc1, ids[0], "hidden_states")
+	if err != nil {
+		return Embeds{}, err
+	}
+	out2, err := d.runRead(ctx, d.enc2, ids[1], "hidden_states", "text_embeds")
+	if err != nil {
+		return Embeds{}, err
+	}
+	h2, pooled := out2[0], out2[1]
+	hid2 := s.HiddenSize - d.hid1
+	e := Embeds{Batch: b, Hidden: make([]float32, 0, b*s.SeqLen*s.HiddenSize), Pooled: pooled[:b*s.PooledSize]}
+	for tok := range b * s.SeqLen {
+		e.Hidden = append(e.Hidden, h1[0][tok*d.hid1:(tok+1)*d.hid1]...)
+		e.Hidden = append(e.Hidden, h2[tok*hid2:(tok+1)*hid2]...)
+	}
+	d.stats.Encodes++
+	return e, nil
+}
+
+// runRead writes the program's single input, runs it and reads the named outputs.
+func (d *TTNNDevice) runRead(ctx context.Context, p *program, in []byte, outputs ...string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx) // a started device call is not abandoned
+	if err := p.inputs[0].Write(ctx, 0, in); err != nil {
+		return nil, fmt.Errorf("pipeline: write %s input: %w", p.name, deviceErr(err))
+	}
+	outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
+	defer freeAll(outs)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: run %s: %w", p.name, deviceErr(err))
+	}
+	res := make([][]float32, len(outputs))
+	for i, name := range outputs {
+		k, desc, err := p.output(name)
+		if err != nil || k >= len(outs) {
+			return nil, fmt.Errorf("pipeline: %s output %q missing", p.name, name)
+		}
+		if res[i], err = readBF16(ctx, outs[k], desc); err != nil {
+			return nil, fmt.Errorf("pipeline: read %s %s: %w", p.name, name, deviceErr(err))
+		}
+	}
+	return res, nil
+}
+
+func readBF16(ctx context.Context, t *ttnn.Tensor, desc ttnn.TensorDesc) ([]float32, error) {
+	buf := make([]byte, desc.Bytes())
+	if err := t.Read(ctx, 0, buf); err != nil {
+		return nil, err
+	}
+	v := make([]float32, desc.Elements())
+	getBF16(v, buf)
+	return v, nil
+}
+
+// writeRows writes b rows of src into a bf16 tensor of the programs' batch, repeating the
+// last row to fill it.
+func (d *TTNNDevice) writeRows(ctx context.Context, t *ttnn.Tensor, src []float32, b int, dt ttnn.DType) error {
+	desc := t.Desc()
+	row := desc.Elements() / d.batch
+	if len(src) != b*row {
+		return fmt.Errorf("pipeline: %s: %d values for %d rows of %d", desc.Name, len(src), b, row)
+	}
+	full := make([]float32, 0, desc.Elements())
+	for r := range d.batch {
+		k := min(r, b-1)
+		full = append(full, src[k*row:(k+1)*row]...)
+	}
+	buf := make([]byte, desc.Bytes())
+	if dt == ttnn.F32 {
+		putF32(buf, full)
+	} else {
+		putBF16(buf, full)
+	}
+	if err := t.Write(ctx, 0, buf); err != nil {
+		return fmt.Errorf("pipeline: write %s: %w", desc.Name, deviceErr(err))
+	}
+	return nil
+}
+
+// UNet implements Device by replaying the captured trace; the conditioning inputs are
+// written only when cond differs from the previous call's.
+func (d *TTNNDevice) UNet(ctx context.Context, sample []float32, t float32, cond *Cond) ([]float32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cond == nil || cond.Batch < 1 || cond.Batch > d.batch {
+		return nil, fmt.Errorf("pipeline: UNet conditioning batch must be 1..%d", d.batch)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	b := cond.Batch
+	write := func(name string, src []float32, rows int) error {
+		tn, desc, err := d.unet.input(name)
+		if err != nil {
+			return err
+		}
+		return d.writeRows(ctx, tn, src, rows, desc.DType)
+	}
+	if cond != d.lastCond {
+		d.lastCond = nil
+		for _, in := range []struct {
+			name string
+			v    []float32
+		}{{"encoder_hidden_states", cond.Hidden}, {"text_embeds", cond.Pooled}, {"time_ids", cond.TimeIDs}} {
+			if err := write(in.name, in.v, b); err != nil {
+				return nil, err
+			}
+		}
+		d.lastCond = cond
+	}
+	if err := write("sample", sample, b); err != nil {
+		return nil, err
+	}
+	tt, _, err := d.unet.input("timestep")
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]byte, 4)
+	putF32(ts, []float32{t})
+	if err := tt.Write(ctx, 0, ts); err != nil {
+		return nil, fmt.Errorf("pipeline: write timestep: %w", deviceErr(err))
+	}
+	if err := d.trace.Replay(ctx, true); err != nil {
+		return nil, fmt.Errorf("pipeline: replay %s trace: %w", ProgUNet, deviceErr(err))
+	}
+	d.stats.TraceReplays++
+	k, desc, err := d.unet.output("noise_pred")
+	if err != nil {
+		return nil, err
+	}
+	out, err := readBF16(ctx, d.traceOuts[k], desc)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: read noise_pred: %w", deviceErr(err))
+	}
+	return out[:b*d.spec.LatentElems()], nil
+}
+
+// VAE implements Device.
+func (d *TTNNDevice) VAE(ctx context.Context, lat []float32) ([]float32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(lat) != d.spec.LatentElems() {
+		return nil, fmt.Errorf("pipeline: VAE input has %d values, want %d", len(lat), d.spec.LatentElems())
+	}
+	buf := make([]byte, 2*len(lat))
+	putBF16(buf, lat)
+	out, err := d.runRead(ctx, d.vae, buf, "image")
+	if err != nil {
+		return nil, err
+	}
+	d.stats.VAEDecodes++
+	return out[0], nil
+}
+
+// Close releases the trace, tensors, programs and manifests (not the ttnn device). Errors
+// of a lost device are not repeated: the call that lost it reported them.
+func (d *TTNNDevice) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	if d.trace != nil {
+		errs = append(errs, d.trace.Release())
+		d.trace = nil
+	}
+	errs = append(errs, freeAllErr(d.traceOuts))
+	d.traceOuts = nil
+	for _, p := range d.progs {
+		errs = append(errs, freeAllErr(p.inputs), p.prog.Close())
+	}
+	d.progs = nil
+	if d.dir != "" {
+		errs = append(errs, os.RemoveAll(d.dir))
+		d.dir = ""
+	}
+	err := errors.Join(errs...)
+	if err == nil || errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout) {
+		return nil
+	}
+	return fmt.Errorf("pipeline: close: %w", err)
+}
+
+func freeAll(ts []*ttnn.Tensor) { _ = freeAllErr(ts) }
+
+func freeAllErr(ts []*ttnn.Tensor) error {
+	var errs []error
+	for _, t := range ts {
+		errs = append(errs, t.Free())
+	}
+	return errors.Join(errs...)
+}
+
+// deviceErr marks a lost device and a dispatch timeout (which poisons the device) as
+// runners.ErrDeviceLost, so the worker is restarted after a device reset.
+func deviceErr(err error) error {
+	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
+		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
+	}
+	return err
+}
+
+var _ Device = (*TTNNDevice)(nil)
