@@ -4,6 +4,6 @@
 //   - clip: CLIP's byte-level BPE tokenizer and the SDXL two-encoder 77-id inputs.
 //   - schedulers: diffusers' EulerDiscreteScheduler and FlowMatchEulerDiscreteScheduler maths.
 //   - latents: initial latents from a seed, equal to torch's CPU generator (manual_seed + randn).
-// pipeline: the SDXL host pipeline over device programs (encoders once, UNet N steps as a
-// replayed trace, VAE once), with a fake device for tests and one on the ttnn simulator.
+//   - pipeline: the SDXL host pipeline over device programs (encoders once, UNet N steps as a
+//     replayed trace, VAE once), with a fake device for tests and one on the ttnn simulator.
 package diffusion
