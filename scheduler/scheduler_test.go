@@ -438,3 +438,28 @@ func TestIdleCanaryFindsDeadDevice(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", v)
 }
+
+// earlyDeadlineRunner reports the job's deadline before this process's timer fires, as a
+// worker process on its own clock can.
+type earlyDeadlineRunner struct{}
+
+func (earlyDeadlineRunner) Warmup(context.Context) error { return nil }
+func (earlyDeadlineRunner) Close() error                 { return nil }
+func (earlyDeadlineRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outcome {
+	out := make([]runners.Outcome, len(tasks))
+	for i := range out {
+		out[i] = runners.Outcome{Err: fmt.Errorf("cancelled before step 9: %w", context.DeadlineExceeded)}
+	}
+	return out
+}
+
+func TestRunnerDeadlineIsATimeout(t *testing.T) {
+	s := New(Config{Groups: []config.DeviceGroup{{ID: "0"}}, QueueSize: 2, Timeout: time.Minute},
+		func(config.DeviceGroup) (runners.Runner, error) { return earlyDeadlineRunner{}, nil })
+	s.Start(context.Background())
+	defer func() { _ = s.Stop(context.Background()) }()
+	waitFor(t, "ready", s.Ready)
+	_, err := s.Submit(context.Background(), "x", nil)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.Zero(t, s.Workers()["0"].ErrorCount, "a deadline is not a worker error")
+}

@@ -298,10 +298,16 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 			}
 		}
 		outcome := "ok"
-		if o.Err != nil && j.ctx.Err() != nil && lost == nil {
+		switch {
+		case o.Err != nil && j.ctx.Err() != nil && lost == nil:
 			o.Err = w.s.ctxError(j.ctx)
 			outcome = "cancelled"
-		} else if o.Err != nil {
+		case o.Err != nil && lost == nil && errors.Is(o.Err, context.DeadlineExceeded):
+			// The runner (e.g. a worker process, on its own clock) saw the deadline a moment
+			// before this process did: it is still the job's deadline.
+			o.Err = fmt.Errorf("%w: %w", ErrTimeout, o.Err)
+			outcome = "cancelled"
+		case o.Err != nil:
 			outcome = "error"
 			if !errors.Is(o.Err, runners.ErrBadRequest) {
 				w.mu.Lock()

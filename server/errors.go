@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -71,8 +72,11 @@ func (s *Server) classify(err error) (status int, msg string, retryAfter time.Du
 		return http.StatusServiceUnavailable, "Server is shutting down", 5 * time.Second
 	case errors.Is(err, scheduler.ErrWorkerFailed):
 		return http.StatusServiceUnavailable, err.Error(), 5 * time.Second
-	case errors.Is(err, scheduler.ErrTimeout):
+	case errors.Is(err, scheduler.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "Inference timed out: " + err.Error(), 0
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this answer, but the access log shows 499.
+		return 499, "Client closed the request", 0
 	case errors.Is(err, scheduler.ErrUnknownWorker):
 		return http.StatusNotFound, err.Error(), 0
 	case errors.Is(err, runners.ErrBadRequest):
