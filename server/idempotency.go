@@ -157,12 +157,12 @@ func (s *Server) idempotency() gin.HandlerFunc {
 			return
 		}
 		if len(key) > maxIdempotencyKey {
-			s.fail(c, httpErr(http.StatusBadRequest, "header %s is longer than %d characters", idempotencyHeader, maxIdempotencyKey))
+			s.failFor(c, httpErr(http.StatusBadRequest, "header %s is longer than %d characters", idempotencyHeader, maxIdempotencyKey))
 			return
 		}
 		body, err := io.ReadAll(c.Request.Body)
 		if err != nil {
-			s.fail(c, bodyErr(err))
+			s.failFor(c, bodyErr(err))
 			return
 		}
 		c.Request.Body = io.NopCloser(bytes.NewReader(body))
@@ -177,7 +177,7 @@ func (s *Server) idempotency() gin.HandlerFunc {
 		e, owner := s.idem.begin(fullKey, sum)
 		if !owner {
 			if e.hash != sum {
-				s.fail(c, httpErr(http.StatusConflict, "%s %q was already used with a different request", idempotencyHeader, key))
+				s.failFor(c, httpErr(http.StatusConflict, "%s %q was already used with a different request", idempotencyHeader, key))
 				return
 			}
 			select {

@@ -113,9 +113,9 @@ func (s *Server) recovery() gin.HandlerFunc {
 	}
 }
 
-// deadlineHeaders are the client's own time budgets, in seconds: ours, and the one the OpenAI
+// deadlineHeaders are the client's own time budgets, in seconds: ours, and the ones the OpenAI
 // SDKs send for their read timeout.
-var deadlineHeaders = []string{"X-Request-Timeout", "X-Stainless-Read-Timeout"}
+var deadlineHeaders = []string{"X-Request-Timeout", "X-Stainless-Read-Timeout", "X-Stainless-Timeout"}
 
 // requestDeadline applies the client's time budget to the request's context; the scheduler
 // then uses the earlier of it and DEFAULT_INFERENCE_TIMEOUT_SECONDS.

@@ -142,18 +142,20 @@ func (s *Server) failOpenAI(c *gin.Context, err error) {
 
 // openaiRoutes mounts the OpenAI-compatible routes of the service on g (the /v1 group).
 func (s *Server) openaiRoutes(g *gin.RouterGroup) {
-	auth, deadline := s.openaiAuth(), s.openaiDeadline()
+	// Shared middleware (rate limit, idempotency) answers these routes in OpenAI's envelope.
+	g.Use(markOpenAI)
+	auth, limited, deadline := s.openaiAuth(), s.rateLimit(), s.openaiDeadline()
 	all := &modelTable{created: time.Now().Unix()}
 	for _, p := range s.pools {
 		models := newModelTable(s.cfg, p.Runner, p.Service, time.Now())
 		all.ids = append(all.ids, models.ids...)
 		switch p.Service {
 		case runners.ServiceImage:
-			g.POST("/images/generations", auth, deadline, s.openaiLimitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
+			g.POST("/images/generations", auth, limited, deadline, s.openaiLimitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
 		case runners.ServiceAudio:
 			limit := s.openaiLimitBody(s.maxAudioBody())
-			g.POST("/audio/transcriptions", auth, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranscribe))
-			g.POST("/audio/translations", auth, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranslate))
+			g.POST("/audio/transcriptions", auth, limited, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranscribe))
+			g.POST("/audio/translations", auth, limited, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranslate))
 		}
 	}
 	models := all

@@ -85,7 +85,7 @@ func (s *Server) rateLimit() gin.HandlerFunc {
 		}
 		ok, wait := s.limits.allow(scheduler.ClientOf(c.Request.Context()))
 		if !ok {
-			s.fail(c, &apiError{status: http.StatusTooManyRequests, retryAfter: wait,
+			s.failFor(c, &apiError{status: http.StatusTooManyRequests, retryAfter: wait,
 				msg: "Rate limit exceeded for this client (RATE_LIMIT_PER_SECOND). Please retry after the Retry-After interval."})
 			return
 		}

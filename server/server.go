@@ -181,12 +181,9 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
 	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recordMetrics(), s.recovery())
-	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
-	})
-	r.NoMethod(func(c *gin.Context) {
-		c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"})
-	})
+	// 404 and 405 in the envelope of the path's family: OpenAI's under /v1 (openai_errors.go).
+	r.NoRoute(s.noRoute)
+	r.NoMethod(s.noMethod)
 
 	authed := s.requireAuth()
 	admin := s.requireAdmin()
@@ -219,6 +216,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/health", s.handleHealth)
 	r.POST("/tt-deep-reset", admin, s.handleDeepReset)
 	r.POST("/tt-reset-device", admin, s.handleResetDevice)
+	s.docsRoutes(r)
 	return r
 }
 

@@ -1,9 +1,15 @@
 // OpenAI conformance of tt-media-server-go, driven by the official `openai` npm package.
-// Run by sdk_test.go (TestNodeSDK), which starts the servers and sets:
-//   TT_IMAGE_URL, TT_AUDIO_URL  base URLs (…/v1) of an image server and an audio server
-//   TT_API_KEY                  their API key
-//   TT_WAV                      a speech-like WAV file (pauses between bursts)
-//   TT_BIG_FILE                 a file larger than the audio server's upload limit
+// Run by sdk_test.go (TestNodeSDK), which starts the real tt-media-server binary (mock-device
+// mode) in four configurations and sets their base URLs (…/v1):
+//   TT_IMAGE_URL    mock SDXL, no latency
+//   TT_AUDIO_URL    mock Whisper, no latency, a small MAX_AUDIO_SIZE_BYTES
+//   TT_SLOW_URL     mock SDXL, one worker, MAX_QUEUE_SIZE=1, 2 s jobs, 1 s inference timeout
+//   TT_WARMING_URL  mock SDXL still warming up (every inference request is a 503)
+//   TT_FAULT_URL    in-process server.New whose runner fails the prompt "fault:500" (the one
+//                   status the binary cannot be made to answer)
+//   TT_API_KEY      their API key
+//   TT_WAV          a speech-like WAV file (pauses between bursts)
+//   TT_BIG_FILE     a file larger than the audio server's MAX_AUDIO_SIZE_BYTES
 // `openai` is resolved through NODE_PATH (installed by tests/sdk/install.sh outside the module).
 // Each check prints "ok <name>" or "FAIL <name>: <why>"; the exit status is the failure count.
 'use strict';
@@ -16,6 +22,9 @@ const { toFile } = require('openai');
 const key = process.env.TT_API_KEY;
 const image = new OpenAI({ apiKey: key, baseURL: process.env.TT_IMAGE_URL, maxRetries: 0 });
 const audio = new OpenAI({ apiKey: key, baseURL: process.env.TT_AUDIO_URL, maxRetries: 0 });
+const slow = new OpenAI({ apiKey: key, baseURL: process.env.TT_SLOW_URL, maxRetries: 0 });
+const warming = new OpenAI({ apiKey: key, baseURL: process.env.TT_WARMING_URL, maxRetries: 0 });
+const fault = new OpenAI({ apiKey: key, baseURL: process.env.TT_FAULT_URL, maxRetries: 0 });
 const wav = fs.readFileSync(process.env.TT_WAV);
 const speech = () => toFile(wav, 'speech.wav', { type: 'audio/wav' });
 
@@ -30,7 +39,8 @@ async function check(name, fn) {
   }
 }
 
-// expectError runs fn and checks the SDK raised the given class with OpenAI's error fields.
+// expectError runs fn and checks the SDK raised exactly the given class (not a subclass)
+// with OpenAI's error fields.
 async function expectError(fn, Class, status, fields = {}) {
   let caught;
   try {
@@ -38,8 +48,12 @@ async function expectError(fn, Class, status, fields = {}) {
   } catch (err) {
     caught = err;
   }
+  return checkError(caught, Class, status, fields);
+}
+
+function checkError(caught, Class, status, fields = {}) {
   assert.ok(caught, `expected ${Class.name}, got success`);
-  assert.ok(caught instanceof Class, `expected ${Class.name}, got ${caught.constructor.name}: ${caught.message}`);
+  assert.equal(caught.constructor, Class, `expected ${Class.name}, got ${caught.constructor.name}: ${caught.message}`);
   assert.equal(caught.status, status);
   assert.deepEqual(Object.keys(caught.error).sort(), ['code', 'message', 'param', 'type'], JSON.stringify(caught.error));
   for (const [k, v] of Object.entries(fields)) assert.equal(caught[k], v, `${k} of ${JSON.stringify(caught.error)}`);
@@ -181,18 +195,60 @@ function checkSegments(segments, duration) {
     const txt = await toFile(Buffer.from('plain text, not audio'), 'notes.txt', { type: 'text/plain' });
     await expectError(() => audio.audio.transcriptions.create({ file: txt, model: 'whisper-1' }), OpenAI.APIError, 415, { type: 'invalid_request_error' });
   });
-  await check('429 RateLimitError with Retry-After', async () => {
-    const err = await expectError(() => image.images.generate({ prompt: 'fault:429' }), OpenAI.RateLimitError, 429, { code: 'rate_limit_exceeded' });
-    assert.match(err.headers.get('retry-after'), /^[1-9]\d*$/);
-    assert.equal(err.headers.get('x-should-retry'), 'true');
+  await check('400 BadRequestError (wrong type is 400, not 422)', async () => {
+    await expectError(() => image.images.generate({ prompt: 'x', n: 'two' }), OpenAI.BadRequestError, 400, { param: 'n', type: 'invalid_request_error' });
+  });
+  await check('404 NotFoundError (unknown /v1 route)', async () => {
+    const err = await expectError(() => image.get('/assistants'), OpenAI.NotFoundError, 404, { code: 'not_found', param: null });
+    assert.match(err.message, /GET \/v1\/assistants/);
+  });
+  await check('405 APIError (wrong method)', async () => {
+    const err = await expectError(() => image.delete('/models'), OpenAI.APIError, 405, { code: 'method_not_allowed', type: 'invalid_request_error' });
+    assert.equal(err.headers.get('allow'), 'GET');
+  });
+  await check('409 ConflictError (Idempotency-Key reused with another body)', async () => {
+    const opts = { headers: { 'Idempotency-Key': 'sdk-node-409' } };
+    await image.images.generate({ prompt: 'first', output_format: 'jpeg' }, opts);
+    await expectError(() => image.images.generate({ prompt: 'second', output_format: 'jpeg' }, opts), OpenAI.ConflictError, 409, { type: 'invalid_request_error' });
+  });
+  await check('415 APIError (JSON body, not multipart)', async () => {
+    await expectError(() => audio.post('/audio/transcriptions', { body: { model: 'whisper-1' } }), OpenAI.APIError, 415, { type: 'invalid_request_error' });
+  });
+  await check('429 RateLimitError and 504 InternalServerError (queue of one, 1 s timeout)', async () => {
+    // One worker and a queue of one hold two jobs; each takes 2 s against a 1 s timeout.
+    // Three requests 50 ms apart: at least one finds both places taken, the admitted ones
+    // time out.
+    const calls = [];
+    for (let i = 0; i < 3; i++) {
+      // Settle at once: a 429 arrives while the loop still waits.
+      calls.push(slow.images.generate({ prompt: 'slow' }).then((res) => ({ res }), (err) => ({ err })));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const statuses = [];
+    for (const { res, err } of await Promise.all(calls)) {
+      assert.equal(res, undefined, 'no slow job can finish');
+      statuses.push(err.status);
+      if (err.status === 429) {
+        checkError(err, OpenAI.RateLimitError, 429, { code: 'rate_limit_exceeded', type: 'rate_limit_error' });
+        assert.match(err.headers.get('retry-after'), /^[1-9]\d*$/);
+        assert.match(err.headers.get('retry-after-ms'), /^[1-9]\d*$/);
+        assert.equal(err.headers.get('x-should-retry'), 'true');
+      } else {
+        checkError(err, OpenAI.InternalServerError, 504, { code: 'timeout', type: 'server_error' });
+        assert.equal(err.headers.get('x-should-retry'), 'false');
+      }
+    }
+    assert.ok(statuses.includes(429), `a full queue refuses: ${statuses}`);
+    assert.ok(statuses.includes(504), `admitted jobs time out: ${statuses}`);
   });
   await check('500 InternalServerError, not retried', async () => {
-    const err = await expectError(() => image.images.generate({ prompt: 'fault:500' }), OpenAI.InternalServerError, 500, { type: 'server_error' });
+    const err = await expectError(() => fault.images.generate({ prompt: 'fault:500' }), OpenAI.InternalServerError, 500, { type: 'server_error', code: null });
     assert.equal(err.headers.get('x-should-retry'), 'false');
   });
-  await check('503 InternalServerError with Retry-After', async () => {
-    const err = await expectError(() => image.images.generate({ prompt: 'fault:503' }), OpenAI.InternalServerError, 503, { type: 'server_error' });
-    assert.ok(err.headers.get('retry-after'));
+  await check('503 InternalServerError while warming up, with Retry-After', async () => {
+    const err = await expectError(() => warming.images.generate({ prompt: 'x' }), OpenAI.InternalServerError, 503, { type: 'server_error', code: 'service_unavailable' });
+    assert.match(err.headers.get('retry-after'), /^[1-9]\d*$/);
+    assert.equal(err.headers.get('x-should-retry'), 'true');
   });
 
   process.exitCode = Math.min(failures, 100);

@@ -1,10 +1,11 @@
 // Package sdk_test proves the /v1 API against the official OpenAI SDKs: the Go SDK
 // (github.com/openai/openai-go/v3) in TestGoSDK, and the `openai` npm package (pinned in
 // package.json, installed by install.sh) in TestNodeSDK, which runs conformance.cjs. Both
-// drive real servers on loopback: server.New over the real scheduler and the mock-device
-// runners, as cmd/tt-media-server wires them, plus a fault seam that fails image prompts
-// starting with "fault:<status>" so that every status the SDKs map to an exception class can
-// be provoked.
+// drive the real tt-media-server binary, built from ./cmd/tt-media-server by TestMain and run
+// in mock-device mode on loopback ports, in the configurations that make it answer each error
+// status the SDKs map to an exception class (binary_test.go). The one exception is 500, which
+// the binary cannot be made to answer: that check runs against server.New over the real
+// scheduler with an injected runner fault (fault_test.go).
 package sdk_test
 
 import (
@@ -12,14 +13,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"image/jpeg"
 	"math"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,71 +27,12 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tenstorrent/tt-media-server-go/config"
-	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
-	"github.com/tenstorrent/tt-media-server-go/scheduler"
-	"github.com/tenstorrent/tt-media-server-go/server"
 )
 
 const apiKey = "sdk-test-key"
 
 // maxAudioBytes is the audio server's MAX_AUDIO_SIZE_BYTES, small so 413 is cheap to provoke.
-const maxAudioBytes = 2 << 20
-
-// faultSched is the real scheduler with a seam: image requests whose prompt is
-// "fault:429", "fault:500" or "fault:503" fail as the scheduler or a runner would.
-type faultSched struct{ *scheduler.Scheduler }
-
-func (f faultSched) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
-	if r, ok := req.(*runners.ImageRequest); ok {
-		switch r.Prompt {
-		case "fault:429":
-			return nil, &scheduler.Rejection{Err: scheduler.ErrQueueFull, RetryAfter: 2 * time.Second}
-		case "fault:503":
-			return nil, &scheduler.Rejection{Err: scheduler.ErrNotReady, RetryAfter: time.Second}
-		case "fault:500":
-			return nil, errors.New("simulated device fault")
-		}
-	}
-	return f.Scheduler.Submit(ctx, req, emit)
-}
-
-// startServer runs the server for one MODEL_RUNNER with zero mock latency and returns its
-// /v1 base URL.
-func startServer(t *testing.T, runner string) string {
-	t.Helper()
-	env := map[string]string{
-		"MODEL_RUNNER": runner, "API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1",
-		"MOCK_WARMUP_SECONDS": "0", "MOCK_STEP_SECONDS": "0", "MOCK_AUDIO_SECONDS_PER_SECOND": "0",
-		"MAX_AUDIO_SIZE_BYTES": "2097152",
-	}
-	settings, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "", true)
-	require.NoError(t, err)
-	reg := runners.NewRegistry()
-	mock.Register(reg)
-	service, err := reg.Service(settings.ModelRunner)
-	require.NoError(t, err)
-	sched := scheduler.New(scheduler.Config{
-		Groups: settings.DeviceGroups, QueueSize: settings.MaxQueueSize, MaxBatchSize: settings.MaxBatchSize,
-		Timeout: settings.InferenceTimeout, MaxRestarts: settings.MaxWorkerRestarts, CheckInterval: time.Hour,
-	}, func(g config.DeviceGroup) (runners.Runner, error) {
-		return reg.New(settings.ModelRunner, runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings})
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	sched.Start(ctx)
-	srv := httptest.NewServer(server.New(server.Deps{Settings: settings, Service: service, Sched: faultSched{sched}, Mock: true}).Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		require.NoError(t, sched.Stop(stop))
-		cancel()
-	})
-	require.Eventually(t, sched.Ready, 10*time.Second, 10*time.Millisecond, "mock workers did not warm up")
-	return srv.URL + "/v1"
-}
+const maxAudioBytes = 256 << 10
 
 // speechWAV is 3 s of 16 kHz mono audio: two tone bursts with a pause between them, so
 // that pre-processing finds more than one speech segment.
@@ -124,11 +65,12 @@ func speechWAV() []byte {
 
 func TestGoSDK(t *testing.T) {
 	t.Parallel()
-	imageURL := startServer(t, mock.RunnerSDXL)
-	audioURL := startServer(t, mock.RunnerWhisper)
+	f := startFleet(t)
 	ctx := t.Context()
-	img := openai.NewClient(option.WithBaseURL(imageURL), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
-	aud := openai.NewClient(option.WithBaseURL(audioURL), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
+	client := func(baseURL string) openai.Client {
+		return openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
+	}
+	img, aud := client(f.image.V1()), client(f.audio.V1())
 	wav := speechWAV()
 	file := func() *bytes.Reader { return bytes.NewReader(wav) }
 
@@ -246,51 +188,131 @@ func TestGoSDK(t *testing.T) {
 	})
 
 	t.Run("errors", func(t *testing.T) {
+		generate := func(c openai.Client, prompt string, opts ...option.RequestOption) func() error {
+			return func() error {
+				_, err := c.Images.Generate(ctx, openai.ImageGenerateParams{Prompt: prompt}, opts...)
+				return err
+			}
+		}
+		faultClient, warming := client(f.fault), client(f.warming.V1())
 		tests := []struct {
 			name   string
 			call   func() error
 			status int
+			param  string
 			code   string
+			header map[string]string // response headers that must be present ("" : any value)
 		}{
-			{"400 size", func() error {
+			{"400 bad size", func() error {
 				_, err := img.Images.Generate(ctx, openai.ImageGenerateParams{Prompt: "x", Size: openai.ImageGenerateParamsSize512x512})
 				return err
-			}, 400, ""},
-			{"401", func() error {
-				bad := openai.NewClient(option.WithBaseURL(imageURL), option.WithAPIKey("wrong"), option.WithMaxRetries(0))
-				_, err := bad.Models.List(ctx)
+			}, 400, "size", "", nil},
+			// /v1 has no 422: a field of the wrong type is a 400 naming the field.
+			{"400 wrong type, not 422", generate(img, "x", option.WithJSONSet("n", "two")), 400, "n", "", nil},
+			{"401 bad key", func() error {
+				_, err := img.Models.List(ctx, option.WithAPIKey("wrong"))
 				return err
-			}, 401, "invalid_api_key"},
-			{"404", func() error { _, err := img.Models.Get(ctx, "gpt-5"); return err }, 404, "model_not_found"},
-			{"413", func() error {
-				_, err := aud.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: bytes.NewReader(make([]byte, maxAudioBytes*2)), Model: "whisper-1"})
+			}, 401, "", "invalid_api_key", map[string]string{"WWW-Authenticate": ""}},
+			{"404 unknown model", func() error { _, err := img.Models.Get(ctx, "gpt-5"); return err }, 404, "model", "model_not_found", nil},
+			{"404 unknown /v1 route", func() error { return img.Get(ctx, "assistants", nil, nil) }, 404, "", "not_found", nil},
+			{"405 wrong method", func() error { return img.Delete(ctx, "models", nil, nil) }, 405, "", "method_not_allowed", map[string]string{"Allow": "GET"}},
+			{"409 idempotency key reused", func() error {
+				key := option.WithHeader("Idempotency-Key", "sdk-go-409")
+				if err := generate(img, "first", key, option.WithJSONSet("output_format", "jpeg"))(); err != nil {
+					return err
+				}
+				return generate(img, "second", key, option.WithJSONSet("output_format", "jpeg"))()
+			}, 409, "", "", nil},
+			{"413 over MAX_AUDIO_SIZE_BYTES", func() error {
+				_, err := aud.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: openai.File(bytes.NewReader(make([]byte, 2*maxAudioBytes)), "big.wav", "audio/wav"), Model: "whisper-1"})
 				return err
-			}, 413, ""},
-			{"429", func() error {
-				_, err := img.Images.Generate(ctx, openai.ImageGenerateParams{Prompt: "fault:429"})
+			}, 413, "", "", nil},
+			{"415 not audio", func() error {
+				_, err := aud.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: openai.File(strings.NewReader("plain text, not audio"), "notes.txt", "text/plain"), Model: "whisper-1"})
 				return err
-			}, 429, "rate_limit_exceeded"},
-			{"500", func() error {
-				_, err := img.Images.Generate(ctx, openai.ImageGenerateParams{Prompt: "fault:500"})
-				return err
-			}, 500, ""},
-			{"503", func() error {
-				_, err := img.Images.Generate(ctx, openai.ImageGenerateParams{Prompt: "fault:503"})
-				return err
-			}, 503, "service_unavailable"},
+			}, 415, "", "", nil},
+			{"415 JSON body, not multipart", func() error {
+				return aud.Post(ctx, "audio/transcriptions", map[string]string{"model": "whisper-1"}, nil)
+			}, 415, "", "", nil},
+			{"500 runner fault (in-process server)", generate(faultClient, faultPrompt), 500, "", "", map[string]string{"x-should-retry": "false"}},
+			{"503 warming up", generate(warming, "x"), 503, "", "service_unavailable",
+				map[string]string{"Retry-After": "", "retry-after-ms": "", "x-should-retry": "true"}},
 		}
 		for _, tc := range tests {
-			var apiErr *openai.Error
-			err := tc.call()
-			require.ErrorAs(t, err, &apiErr, tc.name)
-			require.Equal(t, tc.status, apiErr.StatusCode, tc.name)
-			require.Equal(t, tc.code, apiErr.Code, tc.name)
-			require.NotEmpty(t, apiErr.Message, tc.name)
-			for _, f := range []respjson.Field{apiErr.JSON.Message, apiErr.JSON.Type, apiErr.JSON.Param, apiErr.JSON.Code} {
-				require.NotEqual(t, respjson.Omitted, f.Raw(), "%s: all four envelope keys present: %s", tc.name, apiErr.RawJSON())
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				requireAPIError(t, tc.call(), tc.status, tc.param, tc.code, tc.header)
+			})
 		}
 	})
+
+	t.Run("errors 429 and 504 (queue of one, 1 s timeout)", func(t *testing.T) {
+		// One worker and a queue of one hold two jobs; each takes 2 s against a 1 s timeout.
+		// Three requests 50 ms apart: at least one finds both places taken (429), and every
+		// admitted one times out (504).
+		slow := client(f.slow.V1())
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() {
+				_, errs[i] = slow.Images.Generate(ctx, openai.ImageGenerateParams{Prompt: "slow"})
+			})
+			time.Sleep(50 * time.Millisecond)
+		}
+		wg.Wait()
+		count := map[int]int{}
+		for _, err := range errs {
+			var apiErr *openai.Error
+			require.ErrorAs(t, err, &apiErr)
+			count[apiErr.StatusCode]++
+			switch apiErr.StatusCode {
+			case 429:
+				requireAPIError(t, err, 429, "", "rate_limit_exceeded", map[string]string{"Retry-After": "", "retry-after-ms": "", "x-should-retry": "true"})
+			case 504:
+				requireAPIError(t, err, 504, "", "timeout", map[string]string{"x-should-retry": "false"})
+			default:
+				t.Fatalf("want 429 or 504, got %s", apiErr.RawJSON())
+			}
+		}
+		require.Positive(t, count[429], "a full queue refuses")
+		require.Positive(t, count[504], "admitted jobs time out")
+	})
+}
+
+// requireAPIError checks that the Go SDK surfaced err as *openai.Error with the status, the
+// four keys of OpenAI's envelope (param and code as given, "" for null), and the headers.
+func requireAPIError(t *testing.T, err error, status int, param, code string, header map[string]string) {
+	t.Helper()
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, status, apiErr.StatusCode, apiErr.RawJSON())
+	for _, f := range []respjson.Field{apiErr.JSON.Message, apiErr.JSON.Type, apiErr.JSON.Param, apiErr.JSON.Code} {
+		require.NotEqual(t, respjson.Omitted, f.Raw(), "all four envelope keys present: %s", apiErr.RawJSON())
+	}
+	require.Empty(t, apiErr.JSON.ExtraFields, apiErr.RawJSON())
+	require.NotEmpty(t, apiErr.Message)
+	wantType := "invalid_request_error"
+	switch {
+	case status == 429:
+		wantType = "rate_limit_error"
+	case status >= 500:
+		wantType = "server_error"
+	}
+	require.Equal(t, wantType, apiErr.Type)
+	require.Equal(t, param, apiErr.Param)
+	require.Equal(t, code, apiErr.Code)
+	if param == "" {
+		require.Equal(t, respjson.Null, apiErr.JSON.Param.Raw())
+	}
+	if code == "" {
+		require.Equal(t, respjson.Null, apiErr.JSON.Code.Raw())
+	}
+	for k, v := range header {
+		got := apiErr.Response.Header.Get(k)
+		require.NotEmpty(t, got, "header %s", k)
+		if v != "" {
+			require.Equal(t, v, got, "header %s", k)
+		}
+	}
 }
 
 // nodeModules is where install.sh put the npm packages.
@@ -321,20 +343,21 @@ func TestNodeSDK(t *testing.T) {
 	require.NoError(t, os.WriteFile(wavPath, speechWAV(), 0o600))
 	require.NoError(t, os.WriteFile(bigPath, make([]byte, maxAudioBytes*2), 0o600))
 
+	f := startFleet(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "conformance.cjs")
 	cmd.Env = append(os.Environ(),
 		"NODE_PATH="+modules,
-		"TT_IMAGE_URL="+startServer(t, mock.RunnerSDXL),
-		"TT_AUDIO_URL="+startServer(t, mock.RunnerWhisper),
+		"TT_IMAGE_URL="+f.image.V1(), "TT_AUDIO_URL="+f.audio.V1(), "TT_SLOW_URL="+f.slow.V1(),
+		"TT_WARMING_URL="+f.warming.V1(), "TT_FAULT_URL="+f.fault,
 		"TT_API_KEY="+apiKey, "TT_WAV="+wavPath, "TT_BIG_FILE="+bigPath,
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node %s:\n%s", mustVersion(node), out)
 	require.NoError(t, err, "conformance.cjs failed")
 	require.NotContains(t, string(out), "FAIL")
-	require.Equal(t, 23, strings.Count(string(out), "\nok ")+boolInt(strings.HasPrefix(string(out), "ok ")), "every check ran")
+	require.Equal(t, 28, strings.Count(string(out), "\nok ")+boolInt(strings.HasPrefix(string(out), "ok ")), "every check ran")
 }
 
 func boolInt(b bool) int {

@@ -1,0 +1,359 @@
+// Package web tests the server's browser pages end to end: it builds and starts the real
+// tt-media-server binary (mock-device mode, one process per model family) and drives /ui and
+// /docs in Debian's chromium with playwright-core (web.cjs): an image is generated and
+// rendered, a PNG is classified, a WAV file written by the test is transcribed with the text
+// streaming onto the page (NDJSON and SSE), and the API reference renders from the embedded
+// Redoc bundle with no request to another origin.
+// Screenshots go to tests/web/artifacts (or TT_WEB_ARTIFACTS). Install the browser and the
+// npm package with tests/web/install.sh; without them the tests skip and say so.
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	binPath  string
+	repoRoot string
+	runDir   string
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	root, err := findRepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "web:", err)
+		return 1
+	}
+	repoRoot = root
+	dir, err := os.MkdirTemp("", "tt-media-server-web-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "web:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	runDir = filepath.Join(dir, "run")
+	if err := os.Mkdir(runDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "web:", err)
+		return 1
+	}
+	if skip := missingTools(); skip != "" {
+		fmt.Fprintln(os.Stderr, "web: "+skip) // the tests skip with the same message
+		return m.Run()
+	}
+	binPath = filepath.Join(dir, "tt-media-server")
+	build := exec.Command("go", "build", "-o", binPath, "./cmd/tt-media-server")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "web: go build ./cmd/tt-media-server: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("getwd: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func chromiumPath() string {
+	if p := os.Getenv("TT_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// nodeModules is where install.sh put playwright-core.
+func nodeModules() string {
+	dir := os.Getenv("TT_WEB_NODE_DIR")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".cache", "tt-media-server-go", "web-node")
+	}
+	return filepath.Join(dir, "node_modules")
+}
+
+// missingTools says what is missing for the browser tests, or "".
+func missingTools() string {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "node is not installed: the browser tests are skipped (tests/web/install.sh)"
+	}
+	if _, err := os.Stat(chromiumPath()); err != nil {
+		return fmt.Sprintf("chromium is not installed at %s: the browser tests are skipped (run tests/web/install.sh, or set TT_CHROMIUM)", chromiumPath())
+	}
+	if _, err := os.Stat(filepath.Join(nodeModules(), "playwright-core", "package.json")); err != nil {
+		return fmt.Sprintf("playwright-core is not installed in %s: the browser tests are skipped (run tests/web/install.sh)", nodeModules())
+	}
+	return ""
+}
+
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TT_WEB_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(repoRoot, "tests", "web", "artifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// lockedBuffer collects a subprocess's output.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServer runs the binary on a free loopback port with fast mock latencies and the
+// overrides, waits for /tt-liveness to answer 200, and stops it (SIGTERM, exit 0) at the end.
+func startServer(t *testing.T, overrides map[string]string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	env := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
+		"SERVICE_HOST": "127.0.0.1", "SERVICE_PORT": strconv.Itoa(port),
+		"MOCK_WARMUP_SECONDS": "0.05", "MOCK_STEP_SECONDS": "0.002", "MOCK_AUDIO_SECONDS_PER_SECOND": "0.001",
+		"MOCK_CNN_SECONDS": "0.001", "MOCK_DEVICES_COUNT": "1", "SHUTDOWN_GRACE_SECONDS": "5", "LOG_LEVEL": "WARNING",
+	}
+	for k, v := range overrides {
+		env[k] = v
+	}
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	sort.Strings(list)
+	out := &lockedBuffer{}
+	cmd := exec.Command(binPath)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = runDir, list, out, out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server exited with %v after SIGTERM", err)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("server did not stop within 10 s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("server output:\n%s", out.String())
+		}
+	})
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Get(url + "/tt-liveness")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("server exited before it was ready: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready after 20 s (%v)\n%s", err, out.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// browse runs web.cjs against the servers and returns what it reported.
+func browse(t *testing.T, env ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "web.cjs")
+	cmd.Dir = filepath.Join(repoRoot, "tests", "web")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+nodeModules(), "TT_ARTIFACTS="+artifactsDir(t), "TT_CHROMIUM="+chromiumPath())
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	require.NoErrorf(t, err, "web.cjs failed:\n%s\n%s", stderr.String(), stdout.String())
+	var res map[string]any
+	require.NoErrorf(t, json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res), "web.cjs printed %q", stdout.String())
+	require.Equal(t, true, res["ok"])
+	t.Logf("browser run in %v: %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(stdout.Bytes()))
+	return res
+}
+
+func skipIfMissing(t *testing.T) {
+	t.Helper()
+	if skip := missingTools(); skip != "" {
+		t.Skip(skip)
+	}
+}
+
+// requirePNG checks that the screenshot exists and is a PNG of a plausible size.
+func requirePNG(t *testing.T, path any) {
+	t.Helper()
+	p, ok := path.(string)
+	require.True(t, ok, "no screenshot path in %v", path)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")), "%s is not a PNG", p)
+	require.Greater(t, len(data), 10<<10, "%s is suspiciously small", p)
+}
+
+// speechLikeWAV is 16 kHz mono PCM16: three tones separated by pauses, so the server's
+// speech segmentation finds three segments.
+func speechLikeWAV() []byte {
+	const rate = 16000
+	var samples []int16
+	add := func(seconds, freq, amp float64) {
+		n := int(seconds * rate)
+		for i := range n {
+			samples = append(samples, int16(amp*32767*math.Sin(2*math.Pi*freq*float64(i)/rate)))
+		}
+	}
+	add(0.3, 0, 0)
+	add(1.4, 220, 0.5)
+	add(0.8, 0, 0)
+	add(1.2, 330, 0.4)
+	add(0.8, 0, 0)
+	add(1.5, 440, 0.5)
+	add(0.3, 0, 0)
+	var b bytes.Buffer
+	le := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
+	b.WriteString("RIFF")
+	le(uint32(36 + 2*len(samples)))
+	b.WriteString("WAVEfmt ")
+	le(uint32(16))
+	le(uint16(1)) // PCM
+	le(uint16(1)) // mono
+	le(uint32(rate))
+	le(uint32(rate * 2))
+	le(uint16(2))
+	le(uint16(16))
+	b.WriteString("data")
+	le(uint32(2 * len(samples)))
+	le(samples)
+	return b.Bytes()
+}
+
+// testPNG is a 96x64 picture with some structure (a gradient and a disc).
+func testPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 96, 64))
+	for y := range 64 {
+		for x := range 96 {
+			c := color.RGBA{uint8(x * 2), uint8(100 + y), 180, 255}
+			if (x-48)*(x-48)+(y-32)*(y-32) < 400 {
+				c = color.RGBA{240, 200, 40, 255}
+			}
+			img.Set(x, y, c)
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	return buf.Bytes()
+}
+
+// TestBrowser drives the pages of three servers, one per model family, in one chromium
+// session: on the image server the demo generates an image and shows it; on the
+// classification server it classifies a PNG; on the Whisper server it transcribes a WAV file
+// with the text streaming in, as NDJSON and as SSE; /docs renders the spec. Each page shows
+// only its family's section, and nothing is requested from another origin.
+func TestBrowser(t *testing.T) {
+	skipIfMissing(t)
+	dir := t.TempDir()
+	wav, pngPath := filepath.Join(dir, "speech.wav"), filepath.Join(dir, "picture.png")
+	require.NoError(t, os.WriteFile(wav, speechLikeWAV(), 0o644))
+	require.NoError(t, os.WriteFile(pngPath, testPNG(t), 0o644))
+	imageURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace"})
+	// 6.3 s of audio at 0.4 s per second: the words stream over about 2.5 s.
+	audioURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "MOCK_AUDIO_SECONDS_PER_SECOND": "0.4"})
+	cnnURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet"})
+
+	res := browse(t, "TT_IMAGE_URL="+imageURL, "TT_AUDIO_URL="+audioURL, "TT_CNN_URL="+cnnURL, "TT_WAV="+wav, "TT_PNG="+pngPath)
+
+	img := res["image"].(map[string]any)
+	shown := img["image"].(map[string]any)
+	require.Equal(t, 1024.0, shown["w"])
+	require.Equal(t, 1024.0, shown["h"])
+	require.Greater(t, shown["std"].(float64), 5.0, "the rendered image is a flat fill")
+	requirePNG(t, img["screenshot"])
+
+	cnn := res["cnn"].(map[string]any)
+	require.NotEmpty(t, cnn["top1"])
+	requirePNG(t, cnn["screenshot"])
+
+	audio := res["audio"].(map[string]any)
+	for _, api := range []string{"ndjson", "sse"} {
+		r := audio[api].(map[string]any)
+		require.GreaterOrEqual(t, r["chunks"].(float64), 3.0, api)
+		require.Less(t, r["firstMs"].(float64), r["doneMs"].(float64)-200, "%s: not streamed", api)
+		require.Greater(t, len(r["text"].(string)), len(r["partial"].(string)), api)
+		requirePNG(t, r["screenshot"])
+		requirePNG(t, r["midScreenshot"])
+	}
+	require.GreaterOrEqual(t, audio["ndjson"].(map[string]any)["segments"].(float64), 2.0)
+
+	requirePNG(t, res["docs"].(map[string]any)["screenshot"])
+}
