@@ -139,7 +139,7 @@ func (s *Server) handleCNN(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	img, _, err := imaging.Decode(up.image, maxImagePixels)
+	img, _, err := imaging.DecodeRGB(up.image, maxImagePixels)
 	if err != nil {
 		s.fail(c, err)
 		return

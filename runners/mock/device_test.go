@@ -148,7 +148,9 @@ func devInfo(t *testing.T, r runners.Runner) ttnn.DeviceInfo {
 	case *audioRunner:
 		s = &v.dev
 	case *cnnRunner:
-		s = &v.dev
+		info, ok := v.sim.Info()
+		require.True(t, ok, "CNN runner on the simulator")
+		return info
 	}
 	require.NotNil(t, s)
 	require.True(t, s.onDevice())

@@ -2,7 +2,8 @@
 // ImageNet classifier devices that keep the timing shape of the real ones (warm-up, per-step,
 // per-second-of-audio and per-image latency, cancellation at step boundaries, streaming) and
 // return outputs a client developer can use: deterministic pictures that depend on the request,
-// transcriptions that state facts about the audio, and ImageNet labels chosen from the image.
+// transcriptions that state facts about the audio, and ImageNet classes that the simulated
+// ResNet-50 derives from each image (the CNN names run runners/resnet's real pipeline; cnn.go).
 //
 // In a worker process (WORKER_ISOLATION=process) a runner spends its device time in the C
 // simulator through ttnn: Warmup opens the device with the real model's options (L1 small
@@ -89,13 +90,7 @@ func Register(reg *runners.Registry) {
 		r.dev.cfg = simConfigFor(RunnerWhisper, spec)
 		return r, nil
 	}
-	cnn := func(model string) runners.Factory {
-		return func(spec runners.WorkerSpec) (runners.Runner, error) {
-			r := NewCNN(model, LatencyFrom(spec.Settings)).(*cnnRunner)
-			r.dev.cfg = simConfigFor(model, spec)
-			return r, nil
-		}
-	}
+	cnn := cnnFactory // the ResNet-50 pipeline of runners/resnet (cnn.go)
 	reg.Register(RunnerSDXL, runners.ServiceImage, image(RunnerSDXL))
 	reg.Register(RunnerSD35, runners.ServiceImage, image(RunnerSD35))
 	reg.Register(RunnerWhisper, runners.ServiceAudio, audio)

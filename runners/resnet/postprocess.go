@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/imagenet"
 )
 
 // DefaultTopK is the Python server's top_k default.
@@ -25,7 +25,7 @@ type Classifier struct {
 // labels it uses the packaged ImageNet-1k list (torchvision's names, in model output order).
 func NewClassifier(labels []string) (*Classifier, error) {
 	if len(labels) == 0 {
-		labels = mock.ImageNetLabels()
+		labels = imagenet.Labels()
 	}
 	return &Classifier{labels: slices.Clone(labels)}, nil
 }

@@ -2,8 +2,9 @@
 // ImageNet eval preprocessing reproduced to the bit (PIL's antialiased bilinear resize of the
 // shorter side to 256, centre crop 224, ToTensor, Normalize, NCHW float32), the bfloat16
 // conversion of the device dtype, assembly of padded device batches, softmax top-k
-// post-processing with ImageNet labels, and a runners.Runner that drives an injectable device
-// function with cross-request batches.
+// post-processing with ImageNet labels, a runners.Runner that drives an injectable device
+// function with cross-request batches, and the device functions of mock-device mode (the C
+// simulator's resnet50 program through ttnn, and its bit-exact Go twin).
 package resnet
 
 import (

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
@@ -44,6 +46,8 @@ type Config struct {
 	Interp Interp
 	// Workers is how many goroutines preprocess a batch's images (default GOMAXPROCS).
 	Workers int
+	// Logger, when set, gets a DEBUG record per device batch (images, padding, device time).
+	Logger *slog.Logger
 }
 
 // Runner is the ResNet-50 classifier on one device group: it preprocesses each request's
@@ -158,7 +162,12 @@ func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []run
 	n := len(reqs)
 	r.preprocess(reqs)
 	clear(r.buf[n*ImageElems:]) // padding
+	start := time.Now()
 	logits, err := r.cfg.Device(ctx, r.buf, n)
+	if r.cfg.Logger != nil {
+		r.cfg.Logger.Debug("resnet device batch", "images", n, "padding", r.cfg.BatchSize-n,
+			"device_ms", float64(time.Since(start).Microseconds())/1000, "ok", err == nil)
+	}
 	var per [][]float32
 	if err == nil {
 		per, err = SplitLogits(logits, n, r.cls.NumClasses())

@@ -12,9 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
 // fakeDevice is a deterministic stand-in for ResNet-50 on a chip: it average-pools each image
@@ -238,76 +236,6 @@ func TestRunnerDeviceErrors(t *testing.T) {
 		})
 		require.ErrorIs(t, outs[1].Err, ErrBadLogits)
 	})
-}
-
-// TestCrossRequestBatching sends concurrent requests through a real scheduler with
-// MAX_BATCH_SIZE 16 and a max batch delay, one worker: 64 requests must run as 4 device
-// batches of 16, then 5 more as one padded batch; every caller gets the answer for its own
-// image.
-func TestCrossRequestBatching(t *testing.T) {
-	dev := newFakeDevice()
-	dev.delay = 2 * time.Millisecond
-	s := scheduler.New(scheduler.Config{
-		Groups:        []config.DeviceGroup{{ID: "0", Devices: []int{0}}},
-		QueueSize:     128,
-		MaxBatchSize:  16,
-		MaxBatchDelay: time.Second, // generous: the first 16 must arrive within it even on a loaded machine
-	}, func(config.DeviceGroup) (runners.Runner, error) {
-		return New(Config{BatchSize: 16, Device: dev.run})
-	})
-	s.Start(context.Background())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, s.Stop(ctx))
-	})
-	deadline := time.Now().Add(5 * time.Second)
-	for !s.Ready() {
-		require.True(t, time.Now().Before(deadline), "scheduler not ready")
-		time.Sleep(time.Millisecond)
-	}
-	calls, _, _ := dev.recorded()
-	require.Equal(t, []int{16}, calls, "warm-up")
-
-	// The answers really differ between images, so a mix-up would be caught.
-	reqs := make([]*runners.CNNRequest, 69)
-	want := make([]*runners.CNNResult, len(reqs))
-	seen := map[string]bool{}
-	for i := range reqs {
-		reqs[i] = &runners.CNNRequest{Image: testImage(i), TopK: 5, MinConfidence: 0}
-		want[i] = expected(t, dev, reqs[i])
-		seen[fmt.Sprint(want[i].Top)] = true
-	}
-	require.Len(t, seen, len(reqs))
-
-	send := func(first, n int) {
-		t.Helper()
-		got := make([]any, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				ctx := scheduler.WithClient(context.Background(), fmt.Sprintf("client-%d", first+i))
-				got[i], errs[i] = s.Submit(ctx, reqs[first+i], nil)
-			})
-		}
-		wg.Wait()
-		for i := range n {
-			require.NoError(t, errs[i], i)
-			require.Equal(t, want[first+i], got[i], "request %d got another image's answer", first+i)
-		}
-	}
-	send(0, 64)
-	calls, lens, padding := dev.recorded()
-	require.Equal(t, []int{16, 16, 16, 16, 16}, calls, "warm-up, then 64 requests in 4 batches of 16")
-	send(64, 5)
-	calls, lens, padding = dev.recorded()
-	require.Equal(t, []int{16, 16, 16, 16, 16, 5}, calls, "5 requests: one batch, padded")
-	for i := range lens {
-		require.Equal(t, 16*ImageElems, lens[i], "every device call gets the full batch")
-		require.True(t, padding[i], "call %d: padding not zero", i)
-	}
-
 }
 
 func BenchmarkRunnerBatch16(b *testing.B) {

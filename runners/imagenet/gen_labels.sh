@@ -1,6 +1,6 @@
 #!/bin/sh
 # gen_labels.sh writes imagenet_classes.txt: the 1000 ILSVRC-2012 (ImageNet-1k) class names in
-# model output order, one per line, as embedded by labels.go.
+# model output order, one per line, as embedded by imagenet.go.
 #
 # Source: Debian package python3-torchvision 0.14.1-2 (Debian 12), the list
 # torchvision.models._meta._IMAGENET_CATEGORIES in
