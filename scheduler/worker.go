@@ -318,6 +318,9 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 		if w.s.cfg.OnJobDone != nil {
 			w.s.cfg.OnJobDone(w.group.ID, start.Sub(j.queued), took, outcome)
 		}
+		if t := timingOf(j.ctx); t != nil {
+			t.add(start.Sub(j.queued), took)
+		}
 		j.finish(o)
 	}
 	if lost != nil {

@@ -55,14 +55,21 @@ func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
 func (s *Server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
+		timing := &scheduler.Timing{}
+		c.Request = c.Request.WithContext(scheduler.WithTiming(c.Request.Context(), timing))
+		c.Writer = &timingWriter{ResponseWriter: c.Writer, t: timing}
 		c.Next()
 		if !s.log.Enabled(c.Request.Context(), slog.LevelInfo) {
 			return
 		}
+		wait, device, jobs := timing.Snapshot()
 		attrs := []any{
 			"request_id", requestID(c), "method", c.Request.Method, "path", c.Request.URL.Path,
 			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds(),
 			"bytes_out", c.Writer.Size(), "client", c.ClientIP(),
+		}
+		if jobs > 0 {
+			attrs = append(attrs, "jobs", jobs, "queue_ms", wait.Milliseconds(), "device_ms", device.Milliseconds())
 		}
 		if len(c.Errors) > 0 {
 			attrs = append(attrs, "err", c.Errors.Last().Error())
@@ -172,3 +179,31 @@ func bodyErr(err error) error {
 func (s *Server) maxAudioBody() int64 {
 	return s.cfg.MaxAudioSizeBytes/3*4 + 4 + multipartSlack
 }
+
+// timingWriter adds X-Queue-Time-Ms and X-Device-Time-Ms to a response whose jobs finished
+// before its first byte (all but streamed answers), so clients and load tools can split
+// latency into queue wait and device time (summed over the request's jobs).
+type timingWriter struct {
+	gin.ResponseWriter
+	t    *scheduler.Timing
+	done bool
+}
+
+func (w *timingWriter) inject() {
+	if w.done || w.ResponseWriter.Written() {
+		return
+	}
+	w.done = true
+	if wait, device, jobs := w.t.Snapshot(); jobs > 0 {
+		w.Header().Set("X-Queue-Time-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+		w.Header().Set("X-Device-Time-Ms", strconv.FormatInt(device.Milliseconds(), 10))
+	}
+}
+
+func (w *timingWriter) Write(b []byte) (int, error) { w.inject(); return w.ResponseWriter.Write(b) }
+func (w *timingWriter) WriteString(s string) (int, error) {
+	w.inject()
+	return w.ResponseWriter.WriteString(s)
+}
+func (w *timingWriter) WriteHeaderNow() { w.inject(); w.ResponseWriter.WriteHeaderNow() }
+func (w *timingWriter) Flush()          { w.inject(); w.ResponseWriter.Flush() }
