@@ -228,12 +228,14 @@ func (s *Server) countTranscribed(req *runners.AudioRequest, start time.Time) {
 	}
 }
 
-// streamTranscription answers NDJSON: one {"text", "chunk_id"} line per chunk, then the full
-// result. Errors before the first chunk get their proper status; an error after the stream
-// has started ends it with a {"detail", "status_code"} line instead of a silent cut.
-// It reports whether the transcription completed.
-func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) bool {
-	ctx := c.Request.Context()
+// errStreamWrite: writing a chunk to the client failed (it went away).
+var errStreamWrite = errors.New("stream write failed")
+
+// submitStreaming submits req and hands every streamed chunk to onChunk on the calling
+// (handler) goroutine, in order, then returns the job's outcome. When onChunk returns false
+// (the client is gone) it waits for the job to end and returns errStreamWrite. Chunks still
+// buffered when the job ends are delivered before it returns.
+func (s *Server) submitStreaming(ctx context.Context, svc runners.Service, req any, onChunk func(any) bool) (any, error) {
 	chunks := make(chan any, streamBuffer)
 	type final struct {
 		v   any
@@ -241,7 +243,7 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 	}
 	done := make(chan final, 1)
 	go func() {
-		v, err := s.pool(runners.ServiceAudio).Sched.Submit(ctx, req, func(ch any) error {
+		v, err := s.pool(svc).Sched.Submit(ctx, req, func(ch any) error {
 			select {
 			case chunks <- ch:
 				return nil
@@ -251,7 +253,32 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		})
 		done <- final{v, err}
 	}()
+	for {
+		select {
+		case ch := <-chunks:
+			if !onChunk(ch) {
+				<-done
+				return nil, errStreamWrite
+			}
+		case f := <-done:
+			for {
+				select {
+				case ch := <-chunks:
+					onChunk(ch)
+					continue
+				default:
+				}
+				return f.v, f.err
+			}
+		}
+	}
+}
 
+// streamTranscription answers NDJSON: one {"text", "chunk_id"} line per chunk, then the full
+// result. Errors before the first chunk get their proper status; an error after the stream
+// has started ends it with a {"detail", "status_code"} line instead of a silent cut.
+// It reports whether the transcription completed.
+func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) bool {
 	started := false
 	start := func() {
 		if !started {
@@ -280,33 +307,18 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		}
 		return writeLine(ch)
 	}
-	for {
-		select {
-		case ch := <-chunks:
-			if !writeChunk(ch) {
-				<-done
-				return false
-			}
-		case f := <-done:
-			for drained := false; !drained; {
-				select {
-				case ch := <-chunks:
-					writeChunk(ch)
-				default:
-					drained = true
-				}
-			}
-			if f.err != nil {
-				if !started {
-					s.fail(c, f.err)
-					return false
-				}
-				status, msg, _ := s.classify(f.err)
-				c.Error(f.err) //nolint:errcheck // recorded for the access log
-				writeLine(map[string]any{"detail": msg, "status_code": status})
-				return false
-			}
-			return writeLine(f.v)
-		}
+	v, err := s.submitStreaming(c.Request.Context(), runners.ServiceAudio, req, writeChunk)
+	switch {
+	case errors.Is(err, errStreamWrite):
+		return false
+	case err != nil && !started:
+		s.fail(c, err)
+		return false
+	case err != nil:
+		status, msg, _ := s.classify(err)
+		c.Error(err) //nolint:errcheck // recorded for the access log
+		writeLine(map[string]any{"detail": msg, "status_code": status})
+		return false
 	}
+	return writeLine(v)
 }

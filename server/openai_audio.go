@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -289,25 +288,6 @@ type sseError struct {
 // it, a data event with an "error" key (which the SDKs raise) ends the stream. It reports
 // whether the transcription completed.
 func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
-	ctx := c.Request.Context()
-	chunks := make(chan any, streamBuffer)
-	type final struct {
-		v   any
-		err error
-	}
-	done := make(chan final, 1)
-	go func() {
-		v, err := s.pool(runners.ServiceAudio).Sched.Submit(ctx, req, func(ch any) error {
-			select {
-			case chunks <- ch:
-				return nil
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-		})
-		done <- final{v, err}
-	}()
-
 	started, deltas := false, 0
 	event := func(v any) bool {
 		data, err := json.Marshal(v)
@@ -343,41 +323,27 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 		deltas++
 		return event(sseDelta{Type: "transcript.text.delta", Delta: text})
 	}
-	for {
-		select {
-		case ch := <-chunks:
-			if !delta(ch) {
-				<-done
-				return false
-			}
-		case f := <-done:
-			for drained := false; !drained; {
-				select {
-				case ch := <-chunks:
-					delta(ch)
-				default:
-					drained = true
-				}
-			}
-			res, ok := f.v.(*runners.TranscriptionResult)
-			if f.err == nil && (!ok || res == nil) {
-				f.err = fmt.Errorf("runner returned %T instead of a transcription", f.v)
-			}
-			if f.err != nil {
-				if !started {
-					s.failOpenAI(c, f.err)
-					return false
-				}
-				e := s.toOpenAIError(f.err)
-				c.Error(f.err) //nolint:errcheck // recorded for the access log
-				event(sseError{Type: "error", Error: openAIErrorObject{
-					Message: e.msg, Type: e.typ, Param: optString(e.param), Code: optString(e.code)}})
-				return false
-			}
-			if deltas == 0 && !event(sseDelta{Type: "transcript.text.delta", Delta: res.Text}) {
-				return false
-			}
-			return event(sseDone{Type: "transcript.text.done", Text: res.Text, Usage: usageOf(res.Duration)})
-		}
+	v, err := s.submitStreaming(c.Request.Context(), runners.ServiceAudio, req, delta)
+	if errors.Is(err, errStreamWrite) {
+		return false
 	}
+	res, ok := v.(*runners.TranscriptionResult)
+	if err == nil && (!ok || res == nil) {
+		err = fmt.Errorf("runner returned %T instead of a transcription", v)
+	}
+	if err != nil {
+		if !started {
+			s.failOpenAI(c, err)
+			return false
+		}
+		e := s.toOpenAIError(err)
+		c.Error(err) //nolint:errcheck // recorded for the access log
+		event(sseError{Type: "error", Error: openAIErrorObject{
+			Message: e.msg, Type: e.typ, Param: optString(e.param), Code: optString(e.code)}})
+		return false
+	}
+	if deltas == 0 && !event(sseDelta{Type: "transcript.text.delta", Delta: res.Text}) {
+		return false
+	}
+	return event(sseDone{Type: "transcript.text.done", Text: res.Text, Usage: usageOf(res.Duration)})
 }
