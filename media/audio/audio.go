@@ -111,6 +111,10 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 	if err != nil {
 		return nil, err
 	}
+	if len(out) == 0 { // found by FuzzDecode: 1 frame at 143 kHz is no sample at 16 kHz
+		return nil, fmt.Errorf("%w: the audio is too short: %d frames at %d Hz give no sample at %d Hz",
+			ErrInvalidAudio, len(p.mono), p.rate, targetRate)
+	}
 	return &Decoded{
 		Samples:        out,
 		SampleRate:     targetRate,

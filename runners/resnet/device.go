@@ -311,6 +311,9 @@ func (f *FakeDevice) Run(ctx context.Context, batch []float32, n int) ([]float32
 			return nil, ctx.Err()
 		}
 	}
+	if err := ctx.Err(); err != nil { // the context ended while the logits were computed
+		return nil, err
+	}
 	return f.logits[:n*NumClasses], nil
 }
 
