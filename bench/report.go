@@ -43,6 +43,10 @@ type Report struct {
 	Latency Summary `json:"latency_ms"`
 	// TTFC is time to first chunk over completed streaming requests.
 	TTFC *Summary `json:"ttfc_ms,omitempty"`
+	// QueueWait and DeviceTime summarize the X-Queue-Time-Ms and X-Device-Time-Ms headers of
+	// the completed requests that carried them (absent when none did).
+	QueueWait  *Summary `json:"queue_wait_ms,omitempty"`
+	DeviceTime *Summary `json:"device_time_ms,omitempty"`
 	// Server is the server's queue-wait versus device-time split from /metrics (when asked
 	// for); ServerError says why it is missing.
 	Server      *ServerTiming `json:"server,omitempty"`
@@ -69,7 +73,7 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 	if r.Label == "" {
 		r.Label = r.LoadString()
 	}
-	var lat, ttfc []float64
+	var lat, ttfc, queue, device []float64
 	for _, s := range samples {
 		key := s.errKind
 		if key == "" {
@@ -89,6 +93,20 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 		if s.ttfc >= 0 {
 			ttfc = append(ttfc, ms(s.ttfc))
 		}
+		if s.hasQueue {
+			queue = append(queue, s.queueMs)
+		}
+		if s.hasDevice {
+			device = append(device, s.deviceMs)
+		}
+	}
+	if len(queue) > 0 {
+		q := Summarize(queue)
+		r.QueueWait = &q
+	}
+	if len(device) > 0 {
+		d := Summarize(device)
+		r.DeviceTime = &d
 	}
 	r.Latency = Summarize(lat)
 	if cfg.Workload.Spec.Stream {
@@ -143,7 +161,9 @@ func ReadJSON(rd io.Reader) (*Report, error) {
 
 // WriteMarkdown writes one table row per run: outcome counts, throughput and latency
 // percentiles in milliseconds (TTFC columns show "-" for runs that did not stream). When any
-// run has the server's split, two more columns give its mean queue wait and device time.
+// run has the server's split, two more columns give its mean queue wait and device time; when
+// any has the X-Queue-Time-Ms / X-Device-Time-Ms summaries, three more give the queue wait's
+// p50 and p99 and the device time's p50.
 func WriteMarkdown(w io.Writer, reports []*Report) error {
 	var b strings.Builder
 	server := slices.ContainsFunc(reports, func(r *Report) bool { return r.Server != nil })
@@ -152,6 +172,11 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 	if server {
 		b.WriteString(" queue wait | device |")
 		sep += "---:|---:|"
+	}
+	headers := slices.ContainsFunc(reports, func(r *Report) bool { return r.QueueWait != nil || r.DeviceTime != nil })
+	if headers {
+		b.WriteString(" queue p50 | queue p99 | device p50 |")
+		sep += "---:|---:|---:|"
 	}
 	b.WriteString("\n" + sep + "\n")
 	for _, r := range reports {
@@ -178,6 +203,16 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 			} else {
 				b.WriteString(" - | - |")
 			}
+		}
+		if headers {
+			q50, q99, d50 := "-", "-", "-"
+			if r.QueueWait != nil {
+				q50, q99 = f1(r.QueueWait.P50), f1(r.QueueWait.P99)
+			}
+			if r.DeviceTime != nil {
+				d50 = f1(r.DeviceTime.P50)
+			}
+			fmt.Fprintf(&b, " %s | %s | %s |", q50, q99, d50)
 		}
 		b.WriteString("\n")
 	}

@@ -91,3 +91,63 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, in, out)
 }
+
+func TestBuildReportTimingHeaders(t *testing.T) {
+	w, err := NewWorkload(WorkloadSpec{Kind: KindImage})
+	require.NoError(t, err)
+	u, _ := url.Parse("http://127.0.0.1:1")
+	cfg := &Config{BaseURL: u, Workload: w, Rate: 4, Arrival: ArrivalConstant}
+	tests := []struct {
+		name            string
+		samples         []sample
+		queue, device   *Summary
+		markdownColumns string
+	}{
+		{
+			name:    "no headers",
+			samples: []sample{{status: 200, ttfc: -1}, {status: 429, ttfc: -1}},
+		},
+		{
+			name: "headers on completed requests only",
+			samples: []sample{
+				{status: 200, ttfc: -1, queueMs: 0, hasQueue: true, deviceMs: 240, hasDevice: true},
+				{status: 200, ttfc: -1, queueMs: 100, hasQueue: true, deviceMs: 250, hasDevice: true},
+				{status: 200, ttfc: -1, queueMs: 200, hasQueue: true, deviceMs: 260, hasDevice: true},
+				{status: 200, ttfc: -1}, // e.g. a stream: no headers, not counted as 0
+				{status: 429, ttfc: -1, queueMs: 9999, hasQueue: true},
+			},
+			queue:           &Summary{Count: 3, Mean: 100, Std: 81.64965809277261, Min: 0, P50: 100, P90: 180, P99: 198, Max: 200},
+			device:          &Summary{Count: 3, Mean: 250, Std: 8.16496580927726, Min: 240, P50: 250, P90: 258, P99: 259.8, Max: 260},
+			markdownColumns: " 100.0 | 198.0 | 250.0 |",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := buildReport(cfg, tc.samples, 0, time.Unix(0, 0), time.Second)
+			if tc.queue == nil {
+				require.Nil(t, r.QueueWait)
+				require.Nil(t, r.DeviceTime)
+			} else {
+				require.NotNil(t, r.QueueWait)
+				require.NotNil(t, r.DeviceTime)
+				require.InDeltaMapValues(t, summaryMap(*tc.queue), summaryMap(*r.QueueWait), 1e-9)
+				require.InDeltaMapValues(t, summaryMap(*tc.device), summaryMap(*r.DeviceTime), 1e-9)
+			}
+			var b bytes.Buffer
+			require.NoError(t, WriteMarkdown(&b, []*Report{r}))
+			if tc.markdownColumns == "" {
+				require.NotContains(t, b.String(), "queue p99")
+			} else {
+				require.Contains(t, b.String(), " queue p50 | queue p99 | device p50 |\n")
+				require.Contains(t, b.String(), tc.markdownColumns+"\n")
+			}
+		})
+	}
+}
+
+func summaryMap(s Summary) map[string]float64 {
+	return map[string]float64{
+		"count": float64(s.Count), "mean": s.Mean, "std": s.Std, "min": s.Min,
+		"p50": s.P50, "p90": s.P90, "p99": s.P99, "max": s.Max,
+	}
+}

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +99,10 @@ type sample struct {
 	latency time.Duration
 	ttfc    time.Duration // -1 when no chunk arrived or the request was not a stream
 	units   float64
+	// queueMs and deviceMs are the server's X-Queue-Time-Ms and X-Device-Time-Ms headers,
+	// valid when hasQueue / hasDevice (streams, errors and other servers carry none).
+	queueMs, deviceMs   float64
+	hasQueue, hasDevice bool
 }
 
 func (s sample) ok() bool { return s.errKind == "" && s.status >= 200 && s.status < 300 }
@@ -270,6 +276,8 @@ func do(ctx context.Context, cfg *Config, i int, tag string) sample {
 	}
 	defer resp.Body.Close()
 	s.status = resp.StatusCode
+	s.queueMs, s.hasQueue = headerMs(resp.Header, HeaderQueueTime)
+	s.deviceMs, s.hasDevice = headerMs(resp.Header, HeaderDeviceTime)
 	if w.Spec.Stream && resp.StatusCode == http.StatusOK {
 		readStream(resp.Body, start, &s)
 	} else {
@@ -287,6 +295,27 @@ func do(ctx context.Context, cfg *Config, i int, tag string) sample {
 		}
 	}
 	return s
+}
+
+// Response headers in which the server reports, for answers whose jobs finished before the
+// first byte (all but streams), the request's queue wait and device time in milliseconds.
+const (
+	HeaderQueueTime  = "X-Queue-Time-Ms"
+	HeaderDeviceTime = "X-Device-Time-Ms"
+)
+
+// headerMs reads a finite, non-negative millisecond count from header name; false when the
+// header is absent or not such a number.
+func headerMs(h http.Header, name string) (float64, bool) {
+	v := strings.TrimSpace(h.Get(name))
+	if v == "" {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, false
+	}
+	return x, true
 }
 
 // readStream reads NDJSON lines: the first line's arrival is the time to first chunk, a

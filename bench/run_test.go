@@ -302,3 +302,64 @@ func TestSynthInputs(t *testing.T) {
 	j := SynthJPEG(32)
 	require.Equal(t, []byte{0xFF, 0xD8}, j[:2])
 }
+
+func TestHeaderMs(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"", 0, false},
+		{"0", 0, true},
+		{"240", 240, true},
+		{" 12 ", 12, true},
+		{"1.5", 1.5, true},
+		{"-3", 0, false},
+		{"NaN", 0, false},
+		{"+Inf", 0, false},
+		{"12ms", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			h := http.Header{}
+			if tc.in != "" {
+				h.Set(HeaderQueueTime, tc.in)
+			}
+			got, ok := headerMs(h, HeaderQueueTime)
+			require.Equal(t, tc.ok, ok)
+			require.InDelta(t, tc.want, got, 1e-12)
+		})
+	}
+}
+
+// TestRunReadsTimingHeaders checks that a run summarizes the X-Queue-Time-Ms and
+// X-Device-Time-Ms headers of its completed answers and ignores those of failures.
+func TestRunReadsTimingHeaders(t *testing.T) {
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		w.Header().Set(HeaderQueueTime, fmt.Sprint(i))
+		w.Header().Set(HeaderDeviceTime, "7")
+		if i%4 == 0 {
+			http.Error(w, `{"detail":"queue full"}`, http.StatusTooManyRequests)
+			return
+		}
+		_, _ = io.WriteString(w, `{"images":["aGVsbG8="]}`)
+	}))
+	t.Cleanup(ts.Close)
+	u, err := CheckTarget(ts.URL, false)
+	require.NoError(t, err)
+	rep, err := Run(t.Context(), Config{
+		BaseURL: u, Workload: workload(t, WorkloadSpec{Kind: KindImage}), Concurrency: 1, Requests: 8,
+	})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"200": 6, "429": 2}, rep.Status)
+	require.NotNil(t, rep.QueueWait)
+	require.NotNil(t, rep.DeviceTime)
+	// Completed answers were requests 1, 2, 3, 5, 6, 7.
+	require.Equal(t, 6, rep.QueueWait.Count)
+	require.InDelta(t, 1, rep.QueueWait.Min, 1e-9)
+	require.InDelta(t, 7, rep.QueueWait.Max, 1e-9)
+	require.InDelta(t, 4, rep.QueueWait.Mean, 1e-9)
+	require.InDelta(t, 7, rep.DeviceTime.P99, 1e-9)
+}

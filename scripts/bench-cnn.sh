@@ -32,8 +32,9 @@ BIN="$OUT/bin"
 mkdir -p "$BIN"
 
 echo "building into $BIN ..." >&2
-(cd "$ROOT" && go build -o "$BIN/tt-media-server" ./cmd/tt-media-server)
-(cd "$ROOT" && go build -o "$BIN/tt-media-bench" ./cmd/tt-media-bench)
+# SERVER_BIN / BENCH_BIN: use already built binaries instead of building them.
+if [ -n "${SERVER_BIN:-}" ]; then cp "$SERVER_BIN" "$BIN/tt-media-server"; else (cd "$ROOT" && go build -o "$BIN/tt-media-server" ./cmd/tt-media-server); fi
+if [ -n "${BENCH_BIN:-}" ]; then cp "$BENCH_BIN" "$BIN/tt-media-bench"; else (cd "$ROOT" && go build -o "$BIN/tt-media-bench" ./cmd/tt-media-bench); fi
 
 PIDS=()
 cleanup() {

@@ -27,7 +27,8 @@ mkdir -p "$BIN"
 echo "building into $BIN ..." >&2
 # SERVER_BIN=path benchmarks an already built server instead of building ./cmd/tt-media-server.
 if [ -n "${SERVER_BIN:-}" ]; then cp "$SERVER_BIN" "$BIN/tt-media-server"; else (cd "$ROOT" && go build -o "$BIN/tt-media-server" ./cmd/tt-media-server); fi
-(cd "$ROOT" && go build -o "$BIN/tt-media-bench" ./cmd/tt-media-bench)
+# BENCH_BIN=path uses an already built tt-media-bench likewise.
+if [ -n "${BENCH_BIN:-}" ]; then cp "$BENCH_BIN" "$BIN/tt-media-bench"; else (cd "$ROOT" && go build -o "$BIN/tt-media-bench" ./cmd/tt-media-bench); fi
 if [ "$PROFILE" = 1 ]; then (cd "$ROOT" && go build -o "$BIN/profserve" ./cmd/tt-media-bench/internal/profserve); fi
 
 PIDS=()
