@@ -198,7 +198,7 @@ func TestAdmissionRefusesUnreachableDeadline(t *testing.T) {
 // TestRetryAfterAccuracy: with known device latency and a full queue, the advertised
 // Retry-After is within ±25% of when a retry actually gets admitted.
 func TestRetryAfterAccuracy(t *testing.T) {
-	const per = 40 * time.Millisecond
+	const per = 100 * time.Millisecond
 	groups := []config.DeviceGroup{{ID: "0"}, {ID: "1"}}
 	h := newSleepHarness(t, Config{Groups: groups, QueueSize: 4}, per)
 	for range 4 { // measure the device
@@ -249,7 +249,7 @@ func TestRetryAfterAccuracy(t *testing.T) {
 	wg.Wait()
 	// Two workers, 80 ms per job: the first slot frees when the earlier running job ends.
 	t.Logf("advertised %s, admitted after %s", advertised, admitted)
-	require.InDelta(t, float64(advertised), float64(admitted), float64(advertised)*0.25+float64(10*time.Millisecond))
+	require.InDelta(t, float64(advertised), float64(admitted), float64(advertised)*0.25+float64(20*time.Millisecond))
 }
 
 func TestStatsCountCancellationsByStage(t *testing.T) {
