@@ -297,7 +297,9 @@ func TestDecodeCraftedHeaderMemory(t *testing.T) {
 			runtime.ReadMemStats(&ms)
 			require.ErrorIs(t, err, ErrInvalidAudio)
 			require.Less(t, time.Since(start), 100*time.Millisecond)
-			require.Less(t, ms.TotalAlloc-before, uint64(4*len(b)), "allocated %d bytes", ms.TotalAlloc-before)
+			// TotalAlloc counts the whole process (the runtime and other tests allocate too), so
+			// the bound is loose: what matters is that a header claiming 4 GB allocates kilobytes.
+			require.Less(t, ms.TotalAlloc-before, uint64(64<<10), "allocated %d bytes", ms.TotalAlloc-before)
 		})
 	}
 }
