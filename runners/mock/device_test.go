@@ -6,6 +6,7 @@ import (
 	"context"
 	"image"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -182,6 +183,16 @@ func TestSimulatorTimeFollowsMockLatency(t *testing.T) {
 // TestDispatchTimeoutIsDeviceLost: a dispatch timeout poisons the device; the runner reports
 // it as runners.ErrDeviceLost so the worker is reset and restarted.
 func TestDispatchTimeoutIsDeviceLost(t *testing.T) {
+	// A lost device poisons the simulator for the rest of its process (as TT-Metal does), so
+	// this test runs in a child process of its own: the other tests, and -count=N reruns,
+	// keep a healthy simulator.
+	if os.Getenv("TT_MOCK_DEVICE_LOST_CHILD") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDispatchTimeoutIsDeviceLost$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TT_MOCK_DEVICE_LOST_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		require.NoErrorf(t, err, "child test failed:\n%s", out)
+		return
+	}
 	t.Setenv("TTB_SIM_LATENCY_SCALE", "0.001")
 	t.Setenv("TTB_SIM_HANG_SECONDS", "5")
 	t.Setenv("TTB_SIM_HANG_AFTER", "6") // warm-up runs 4 programs; the 2nd step of the request hangs
