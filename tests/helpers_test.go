@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/textproto"
 	"os"
@@ -24,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +36,7 @@ const (
 
 // binaryEnv names an optional prebuilt server binary to test instead of building one (for
 // example a hardware build made with -tags ttnn).
-const binaryEnv = "TT_MEDIA_SERVER_E2E_BINARY"
+const binaryEnv = e2e.BinaryEnv
 
 var (
 	// binPath is the tt-media-server binary built by TestMain.
@@ -49,56 +50,14 @@ var (
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	root, err := findRepoRoot()
+	env, err := e2e.Prepare("tt-media-server-e2e-", true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	repoRoot = root
-	dir, err := os.MkdirTemp("", "tt-media-server-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	runDir = filepath.Join(dir, "run")
-	if err := os.Mkdir(runDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	if prebuilt := os.Getenv(binaryEnv); prebuilt != "" {
-		if binPath, err = filepath.Abs(prebuilt); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			return 1
-		}
-		fmt.Fprintf(os.Stderr, "e2e: testing the prebuilt binary %s (%s)\n", binPath, binaryEnv)
-		return m.Run()
-	}
-	binPath = filepath.Join(dir, "tt-media-server")
-	build := exec.Command("go", "build", "-o", binPath, "./cmd/tt-media-server")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/tt-media-server: %v\n%s", err, out)
-		return 1
-	}
+	defer env.Close()
+	repoRoot, binPath, runDir = env.Root, env.Bin, env.RunDir
 	return m.Run()
-}
-
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("getwd: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // testdataDir returns /work/shared/testdata/<sub> located relative to the repository, or skips
@@ -113,22 +72,7 @@ func testdataDir(t *testing.T, sub string) string {
 }
 
 // lockedBuffer collects a subprocess's stderr.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = e2e.LockedBuffer
 
 // server is one tt-media-server subprocess.
 type server struct {
@@ -143,14 +87,7 @@ type server struct {
 }
 
 // freePort asks the kernel for an unused loopback port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
-}
+func freePort(t *testing.T) int { return e2e.FreePort(t) }
 
 // serverEnv is the environment of a server: a minimal base (PATH, HOME), fast mock
 // latencies, and the overrides. Variables of the test's own environment are not inherited so

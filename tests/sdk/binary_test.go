@@ -6,27 +6,24 @@ package sdk_test
 // tests/helpers_test.go (test helpers are per package).
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 
 	"github.com/stretchr/testify/require"
 )
 
 // binaryEnv names an optional prebuilt server binary to test instead of building one.
-const binaryEnv = "TT_MEDIA_SERVER_E2E_BINARY"
+const binaryEnv = e2e.BinaryEnv
 
 var (
 	// binPath is the tt-media-server binary under test.
@@ -38,73 +35,20 @@ var (
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "tt-media-server-sdk-")
+	env, err := e2e.Prepare("tt-media-server-sdk-", true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sdk:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	runDir = filepath.Join(dir, "run")
-	if err := os.Mkdir(runDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "sdk:", err)
-		return 1
-	}
-	if prebuilt := os.Getenv(binaryEnv); prebuilt != "" {
-		if binPath, err = filepath.Abs(prebuilt); err != nil {
-			fmt.Fprintln(os.Stderr, "sdk:", err)
-			return 1
-		}
-		return m.Run()
-	}
-	root, err := repoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sdk:", err)
-		return 1
-	}
-	binPath = filepath.Join(dir, "tt-media-server")
-	build := exec.Command("go", "build", "-o", binPath, "./cmd/tt-media-server")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "sdk: go build ./cmd/tt-media-server: %v\n%s", err, out)
-		return 1
-	}
+	defer env.Close()
+	binPath, runDir = env.Bin, env.RunDir
 	return m.Run()
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("getwd: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
+func repoRoot() (string, error) { return e2e.RepoRoot() }
 
 // lockedBuffer collects a subprocess's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = e2e.LockedBuffer
 
 // proc is one tt-media-server subprocess.
 type proc struct {
@@ -119,14 +63,7 @@ type proc struct {
 // V1 is the base URL the SDKs take.
 func (p *proc) V1() string { return p.URL + "/v1" }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
-}
+func freePort(t *testing.T) int { return e2e.FreePort(t) }
 
 // launch starts the binary with a minimal environment (PATH, HOME, loopback address, the
 // SDK test key) plus env, without waiting for it. At the end of the test it is stopped with

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -27,10 +26,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 
 	"github.com/stretchr/testify/require"
 )
@@ -44,52 +44,19 @@ var (
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	root, err := findRepoRoot()
+	// Without the browser tools the tests skip with the same message; no binary is needed.
+	skip := missingTools()
+	if skip != "" {
+		fmt.Fprintln(os.Stderr, "web: "+skip)
+	}
+	env, err := e2e.Prepare("tt-media-server-web-", skip == "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "web:", err)
 		return 1
 	}
-	repoRoot = root
-	dir, err := os.MkdirTemp("", "tt-media-server-web-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "web:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	runDir = filepath.Join(dir, "run")
-	if err := os.Mkdir(runDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "web:", err)
-		return 1
-	}
-	if skip := missingTools(); skip != "" {
-		fmt.Fprintln(os.Stderr, "web: "+skip) // the tests skip with the same message
-		return m.Run()
-	}
-	binPath = filepath.Join(dir, "tt-media-server")
-	build := exec.Command("go", "build", "-o", binPath, "./cmd/tt-media-server")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "web: go build ./cmd/tt-media-server: %v\n%s", err, out)
-		return 1
-	}
+	defer env.Close()
+	repoRoot, binPath, runDir = env.Root, env.Bin, env.RunDir
 	return m.Run()
-}
-
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("getwd: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 func chromiumPath() string {
@@ -137,22 +104,7 @@ func artifactsDir(t *testing.T) string {
 }
 
 // lockedBuffer collects a subprocess's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = e2e.LockedBuffer
 
 // startServer runs the binary on a free loopback port with fast mock latencies and the
 // overrides, waits for /tt-liveness to answer 200, and stops it (SIGTERM, exit 0) at the end.

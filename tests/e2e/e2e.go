@@ -1,0 +1,118 @@
+// Package e2e holds what the end-to-end test packages (tests, tests/sdk, tests/web) share:
+// finding the repository, building the server binary once per test binary (or taking a
+// prebuilt one), free loopback ports, and a concurrency-safe buffer for a subprocess's output.
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// BinaryEnv names a prebuilt server binary to test instead of building one (e.g. a `-tags
+// ttnn` build on a hardware host).
+const BinaryEnv = "TT_MEDIA_SERVER_E2E_BINARY"
+
+// Env is what a test binary's end-to-end tests run with.
+type Env struct {
+	Root   string // the repository
+	Bin    string // the tt-media-server binary under test
+	RunDir string // the servers' working directory: empty, so no .env file is picked up
+	tmp    string
+}
+
+// Close removes the temporary directory (the built binary and the run directory).
+func (e *Env) Close() { _ = os.RemoveAll(e.tmp) }
+
+// Prepare makes a temporary run directory and builds ./cmd/tt-media-server into it, unless
+// build is false (the binary is then not needed) or BinaryEnv names a prebuilt binary.
+func Prepare(prefix string, build bool) (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	e := &Env{Root: root, RunDir: filepath.Join(tmp, "run"), tmp: tmp}
+	if err := os.Mkdir(e.RunDir, 0o755); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("run dir: %w", err)
+	}
+	if prebuilt := os.Getenv(BinaryEnv); prebuilt != "" {
+		if e.Bin, err = filepath.Abs(prebuilt); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("%s: %w", BinaryEnv, err)
+		}
+		fmt.Fprintf(os.Stderr, "%stesting the prebuilt binary %s (%s)\n", prefix, e.Bin, BinaryEnv)
+		return e, nil
+	}
+	if !build {
+		return e, nil
+	}
+	e.Bin = filepath.Join(tmp, "tt-media-server")
+	cmd := exec.Command("go", "build", "-o", e.Bin, "./cmd/tt-media-server")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("go build ./cmd/tt-media-server: %w\n%s", err, out)
+	}
+	return e, nil
+}
+
+// RepoRoot is the directory holding go.mod, searched upwards from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("getwd: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// FreePort asks the kernel for an unused loopback port.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	return port
+}
+
+// LockedBuffer collects a subprocess's output; it is safe for concurrent use.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
