@@ -124,7 +124,7 @@ func (s *Server) recovery() gin.HandlerFunc {
 // SDKs send for their read timeout.
 var deadlineHeaders = []string{"X-Request-Timeout", "X-Stainless-Read-Timeout", "X-Stainless-Timeout"}
 
-// requestDeadline applies the client's time budget to the request's context; the scheduler
+// requestDeadline (on both route families; errors in the family's envelope) applies the client's time budget to the request's context; the scheduler
 // then uses the earlier of it and DEFAULT_INFERENCE_TIMEOUT_SECONDS.
 func (s *Server) requestDeadline() gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -136,7 +136,7 @@ func (s *Server) requestDeadline() gin.HandlerFunc {
 			}
 			secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > 86400 {
-				s.fail(c, httpErr(http.StatusBadRequest, "header %s must be a number of seconds in (0, 86400], got %q", h, v))
+				s.failFor(c, httpErr(http.StatusBadRequest, "header %s must be a number of seconds in (0, 86400], got %q", h, v))
 				return
 			}
 			if d := time.Duration(secs * float64(time.Second)); budget == 0 || d < budget {
@@ -156,7 +156,7 @@ func (s *Server) requestDeadline() gin.HandlerFunc {
 func (s *Server) limitBody(limit int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > limit {
-			s.fail(c, httpErr(http.StatusRequestEntityTooLarge,
+			s.failFor(c, httpErr(http.StatusRequestEntityTooLarge,
 				"Request body too large: %d bytes. Maximum allowed: %d bytes", c.Request.ContentLength, limit))
 			return
 		}

@@ -7,13 +7,10 @@ package server
 // each parser.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -144,16 +141,16 @@ func (s *Server) failOpenAI(c *gin.Context, err error) {
 func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 	// Shared middleware (rate limit, idempotency) answers these routes in OpenAI's envelope.
 	g.Use(markOpenAI)
-	auth, limited, deadline := s.openaiAuth(), s.rateLimit(), s.openaiDeadline()
+	auth, limited, deadline := s.openaiAuth(), s.rateLimit(), s.requestDeadline()
 	all := &modelTable{created: time.Now().Unix()}
 	for _, p := range s.pools {
 		models := newModelTable(s.cfg, p.Runner, p.Service, time.Now())
 		all.ids = append(all.ids, models.ids...)
 		switch p.Service {
 		case runners.ServiceImage:
-			g.POST("/images/generations", auth, limited, deadline, s.openaiLimitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
+			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
 		case runners.ServiceAudio:
-			limit := s.openaiLimitBody(s.maxAudioBody())
+			limit := s.limitBody(s.maxAudioBody())
 			g.POST("/audio/transcriptions", auth, limited, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranscribe))
 			g.POST("/audio/translations", auth, limited, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranslate))
 		}
@@ -180,48 +177,6 @@ func (s *Server) openaiAuth() gin.HandlerFunc {
 		}
 		c.Set(clientKey, client)
 		c.Request = c.Request.WithContext(scheduler.WithClient(c.Request.Context(), client))
-		c.Next()
-	}
-}
-
-// openaiDeadline is requestDeadline with OpenAI's envelope: the earlier of X-Request-Timeout
-// and X-Stainless-Read-Timeout (the SDKs' read timeout) bounds the request.
-func (s *Server) openaiDeadline() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		var budget time.Duration
-		for _, h := range deadlineHeaders {
-			v := c.GetHeader(h)
-			if v == "" {
-				continue
-			}
-			secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > 86400 {
-				s.failOpenAI(c, &openAIError{status: http.StatusBadRequest,
-					msg: fmt.Sprintf("header %s must be a number of seconds in (0, 86400], got %q", h, v)})
-				return
-			}
-			if d := time.Duration(secs * float64(time.Second)); budget == 0 || d < budget {
-				budget = d
-			}
-		}
-		if budget > 0 {
-			ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
-			defer cancel()
-			c.Request = c.Request.WithContext(ctx)
-		}
-		c.Next()
-	}
-}
-
-// openaiLimitBody is limitBody with OpenAI's envelope.
-func (s *Server) openaiLimitBody(limit int64) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if c.Request.ContentLength > limit {
-			s.failOpenAI(c, httpErr(http.StatusRequestEntityTooLarge,
-				"Request body too large: %d bytes. Maximum allowed: %d bytes", c.Request.ContentLength, limit))
-			return
-		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 		c.Next()
 	}
 }
