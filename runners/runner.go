@@ -42,6 +42,9 @@ type Task struct {
 	// Emit delivers a streaming chunk to the client; nil when the request does not stream.
 	// It returns an error when the client has gone; the runner should then stop the task.
 	Emit func(chunk any) error
+	// Progress, when not nil, is told after each finished step of a multi-step task (a
+	// denoising step, a decoded window): done of total. It must be cheap and never blocks.
+	Progress func(done, total int)
 }
 
 // Outcome is the terminal result of one task: Value is *ImageResult, *TranscriptionResult
@@ -83,6 +86,20 @@ type ImageRequest struct {
 	CropCoordsTopLeft [2]float64
 	Timesteps         []float64
 	Sigmas            []float64
+	// PartialImages (0-3) asks a streaming request for that many previews of the
+	// intermediate latents, sent through Task.Emit as *ImagePartial before the result.
+	PartialImages int
+}
+
+// ImagePartial is one streamed preview of an image still being denoised: a cheap
+// latent-to-RGB rendering after Step of Steps denoising steps. Index is the preview's
+// number (0-based, at most PartialImages-1); Image is the request's ImageIndex-th image.
+type ImagePartial struct {
+	Index      int
+	ImageIndex int
+	Step       int
+	Steps      int
+	Image      image.Image
 }
 
 // ImageResult holds the generated images, in request order.
@@ -116,6 +133,15 @@ type TranscriptionSegment struct {
 	StartTime float64 `json:"start_time"`
 	EndTime   float64 `json:"end_time"`
 	Text      string  `json:"text"`
+	// Decoder statistics of the real Whisper pipeline (OpenAI's verbose_json segment fields).
+	// The Python server's response has none of them, so they stay out of its JSON; the /v1
+	// routes map them. Zero when the runner has no decoder (mock transcription).
+	Seek             int     `json:"-"`
+	Tokens           []int   `json:"-"`
+	Temperature      float64 `json:"-"`
+	AvgLogprob       float64 `json:"-"`
+	CompressionRatio float64 `json:"-"`
+	NoSpeechProb     float64 `json:"-"`
 }
 
 // TranscriptionResult is the final transcription (the Python server's TranscriptionResponse).
