@@ -123,6 +123,13 @@ type AudioRequest struct {
 	// pre-processing is off, in which case the whole audio is one piece.
 	Segments []Span
 	Stream   bool
+	// Decoding options (OpenAI's transcription fields). Language is an ISO-639-1 code, ""
+	// detects it; Task is "transcribe" ("" means transcribe) or "translate"; Prompt conditions
+	// the first window; Temperature is the first temperature of the fallback schedule.
+	Language    string
+	Task        string
+	Prompt      string
+	Temperature float64
 }
 
 // TranscriptionSegment is one speech segment of a transcription (the Python server's
