@@ -30,6 +30,19 @@ type Device struct{}
 // Open fails: this build has no device support.
 func Open(ctx context.Context, opts Options) (*Device, error) { return nil, errNoCgo("open") }
 
+// ShareParent fails: this build has no device support.
+func ShareParent(ctx context.Context, opts Options) (*Device, error) {
+	return nil, errNoCgo("share parent")
+}
+
+// SharedParent is nil: this build cannot open a device.
+func SharedParent() *Device { return nil }
+
+// Submesh fails.
+func (d *Device) Submesh(ctx context.Context, mesh MeshShape, offset MeshCoord) (*Device, error) {
+	return nil, errNoCgo("create submesh")
+}
+
 // Close does nothing.
 func (d *Device) Close() error { return nil }
 

@@ -86,6 +86,10 @@ ttb_status ttb_device_close(ttb_device *dev) { DISPATCH(device_close, dev); }
 ttb_status ttb_device_info_get(ttb_device *dev, ttb_device_info *out) { DISPATCH(device_info, dev, out); }
 ttb_status ttb_device_mem(ttb_device *dev, uint32_t kind, ttb_mem_stats *out) { DISPATCH(device_mem, dev, kind, out); }
 ttb_status ttb_device_sync(ttb_device *dev, uint32_t cq) { DISPATCH(device_sync, dev, cq); }
+ttb_status ttb_submesh_create(ttb_device *parent, const ttb_submesh_options *opt, ttb_device **out) {
+  DISPATCH(submesh_create, parent, opt, out);
+}
+ttb_status ttb_submesh_release(ttb_device *sub) { DISPATCH(submesh_release, sub); }
 ttb_status ttb_program_load_file(const char *path, ttb_program **out) { DISPATCH(program_load_file, path, out); }
 ttb_status ttb_program_free(ttb_program *p) { DISPATCH(program_free, p); }
 ttb_status ttb_program_num_functions(ttb_program *p, uint32_t *out) { DISPATCH(program_num_functions, p, out); }

@@ -62,6 +62,10 @@ struct ttb_device {
   bool poisoned = false;
   std::string poisonMsg;
   std::set<ttb_tensor *> tensors;
+  // Submeshes (createSubMeshDevice): parent is null for the mesh openMeshDevice returned.
+  ttb_device *parent = nullptr;
+  uint32_t rowOff = 0, colOff = 0;
+  uint32_t children = 0; // live submeshes; guarded by g_mu
 };
 
 namespace {
@@ -97,8 +101,9 @@ ttb_status classify(const char *op, ttb_device *d, const char *what) {
 template <class F>
 ttb_status guard(const char *op, ttb_device *d, F &&f) {
   try {
-    if (d != nullptr && d->poisoned)
-      return ttb_fail(TTB_DEVICE_LOST, "%s: device lost: %s (exit the process)", op, d->poisonMsg.c_str());
+    for (ttb_device *p = d; p != nullptr; p = p->parent) // a lost parent mesh takes its submeshes
+      if (p->poisoned)
+        return ttb_fail(TTB_DEVICE_LOST, "%s: device lost: %s (exit the process)", op, p->poisonMsg.c_str());
     return f();
   } catch (const std::bad_alloc &) {
     return ttb_fail(TTB_OUT_OF_MEMORY, "%s: host allocation failed", op);
@@ -256,6 +261,11 @@ ttb_status m_device_open(const ttb_device_options *o, ttb_device **out) {
 
 ttb_status m_device_close(ttb_device *d) {
   if (checkDev(d)) return TTB_INVALID_ARGUMENT;
+  if (d->parent != nullptr) return ttb_fail(TTB_INVALID_ARGUMENT, "device is a submesh; release it with ttb_submesh_release");
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (d->children > 0) return ttb_fail(TTB_BUSY, "cannot close a device with %u live submeshes; release them first", d->children);
+  }
   bool lost = d->poisoned;
   ttb_status st = TTB_OK;
   if (!lost) {
@@ -282,6 +292,80 @@ ttb_status m_device_close(ttb_device *d) {
   return st;
 }
 
+// Submeshes: tt::runtime::createSubMeshDevice(parent, shape, offset) ->
+// MeshDevice::create_submesh; releaseSubMeshDevice drops the runtime's handle. They share the
+// parent's open options (one set per process in TT-Metal).
+ttb_status m_submesh_create(ttb_device *parent, const ttb_submesh_options *o, ttb_device **out) {
+  if (checkDev(parent)) return TTB_INVALID_ARGUMENT;
+  if (o == nullptr || out == nullptr || o->struct_size < sizeof(ttb_submesh_options))
+    return ttb_fail(TTB_INVALID_ARGUMENT, "bad submesh options");
+  if (o->mesh_rows == 0 || o->mesh_cols == 0)
+    return ttb_fail(TTB_INVALID_ARGUMENT, "submesh %ux%u: rows and cols must be positive", o->mesh_rows, o->mesh_cols);
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_lost) return ttb_fail(TTB_DEVICE_LOST, "a device was lost earlier in this process; exit and reset the chips");
+  }
+  return guard("create submesh", parent, [&] {
+    std::vector<uint32_t> pshape = rt::getMeshShape(*parent->dev);
+    if (pshape.size() != 2 || (uint64_t)o->row_offset + o->mesh_rows > pshape[0] ||
+        (uint64_t)o->col_offset + o->mesh_cols > pshape[1])
+      return ttb_fail(TTB_INVALID_ARGUMENT, "submesh %ux%u at offset (%u,%u) does not fit the parent mesh", o->mesh_rows,
+                      o->mesh_cols, o->row_offset, o->col_offset);
+    auto *d = new ttb_device();
+    try {
+      d->dev.emplace(rt::createSubMeshDevice(*parent->dev, std::vector<uint32_t>{o->mesh_rows, o->mesh_cols},
+                                             std::vector<uint32_t>{o->row_offset, o->col_offset}));
+    } catch (...) {
+      delete d;
+      throw;
+    }
+    d->ncq = parent->ncq;
+    d->fabric = TTB_FABRIC_OFF; // the parent owns the process's fabric setting
+    d->parent = parent;
+    d->rowOff = o->row_offset;
+    d->colOff = o->col_offset;
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      parent->children++;
+    }
+    c_devices++;
+    *out = d;
+    return TTB_OK;
+  });
+}
+
+ttb_status m_submesh_release(ttb_device *d) {
+  if (checkDev(d)) return TTB_INVALID_ARGUMENT;
+  if (d->parent == nullptr) return ttb_fail(TTB_INVALID_ARGUMENT, "device is not a submesh; close it with ttb_device_close");
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (d->children > 0) return ttb_fail(TTB_BUSY, "cannot release a submesh with %u live submeshes; release them first", d->children);
+  }
+  bool lost = false;
+  for (ttb_device *p = d; p != nullptr; p = p->parent) lost = lost || p->poisoned;
+  ttb_status st = TTB_OK;
+  if (!lost) {
+    st = guard("release submesh", d, [&] {
+      while (!d->tensors.empty()) destroyTensor(*d->tensors.begin());
+      rt::releaseSubMeshDevice(*d->dev);
+      return TTB_OK;
+    });
+  }
+  for (ttb_tensor *t : std::set<ttb_tensor *>(d->tensors)) { // host memory only
+    c_tensors--;
+    if (!t->consumed) c_bytes -= t->bytes;
+    delete t;
+  }
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    d->parent->children--;
+  }
+  delete d;
+  c_devices--;
+  if (lost) return ttb_fail(TTB_DEVICE_LOST, "submesh was lost; host resources freed, exit the process");
+  return st;
+}
+
 ttb_status m_device_info(ttb_device *d, ttb_device_info *out) {
   if (checkDev(d)) return TTB_INVALID_ARGUMENT;
   return guard("device info", d, [&] {
@@ -303,6 +387,9 @@ ttb_status m_device_info(ttb_device *d, ttb_device_info *out) {
     out->dram_channels = (uint32_t)rt::getNumDramChannels(*d->dev);
     out->dram_bytes_per_channel = rt::getDramSizePerChannel(*d->dev);
     out->l1_bytes_per_core = rt::getL1SizePerCore(*d->dev);
+    out->is_submesh = d->parent != nullptr;
+    out->row_offset = d->rowOff;
+    out->col_offset = d->colOff;
     return TTB_OK;
   });
 }
@@ -610,6 +697,8 @@ ttb_backend makeBackend() {
   b.event_wait = m_event_wait;
   b.event_synchronize = m_event_synchronize;
   b.live_counts = m_live_counts;
+  b.submesh_create = m_submesh_create;
+  b.submesh_release = m_submesh_release;
   return b;
 }
 

@@ -1,5 +1,6 @@
 // Simulator backend of the C ABI (always built). It keeps the hardware's contracts (visible
-// chips, one mesh per process, mesh limits, trace rules, retain semantics, memory accounting)
+// chips, one mesh per process carved into submeshes, mesh limits, trace rules, retain
+// semantics, memory accounting)
 // and models latency from a program manifest, with fault injection for supervisor tests.
 
 #define _POSIX_C_SOURCE 200809L
@@ -13,6 +14,13 @@
 #include <time.h>
 
 #include "include/ttbridge.h"
+
+/* Scripted Whisper decoder steps (ttb_sim_script.c). */
+struct ttb_sim_script;
+typedef struct { const ttb_tensor_desc *desc; void *data; size_t bytes; } ttb_sim_buf;
+ttb_status ttb_sim_script_open(struct ttb_sim_script **out);
+void ttb_sim_script_free(struct ttb_sim_script *s);
+ttb_status ttb_sim_script_apply(struct ttb_sim_script *s, const ttb_sim_buf *in, uint32_t n_in, const ttb_sim_buf *out, uint32_t n_out, int *handled);
 
 #define SIM_DEV_MAGIC 0x7474626465766963ULL
 #define SIM_TENSOR_MAGIC 0x74746274656e736fULL
@@ -44,6 +52,7 @@ struct ttb_program {
   uint32_t n_fn;
   sim_fn fns[SIM_MAX_FNS];
   uint32_t trace_refs; /* runs recorded in live traces */
+  struct ttb_sim_script *script; /* decoder-step state and TTB_SIM_SCRIPT (ttb_sim_script.c) */
 };
 
 struct ttb_tensor {
@@ -102,6 +111,11 @@ struct ttb_device {
   ttb_event_id next_event;
   uint64_t runs; /* executions so far, for the Nth-run faults */
   sim_faults f;
+  /* Submeshes. parent, children and siblings are guarded by g_mu. */
+  ttb_device *parent;      /* NULL for a root device */
+  uint32_t row_off, col_off; /* position in the parent */
+  ttb_device *children;    /* live submeshes of this device */
+  ttb_device *sibling;     /* next live submesh of the same parent */
 };
 
 /* Process state. */
@@ -269,9 +283,20 @@ static ttb_status sim_live_counts(ttb_live_counts *out) {
 
 /* ---------- devices ---------- */
 
+/* lost_ancestor is dev or the nearest of its parents that was lost, or NULL. A device's
+ * parents outlive it (a device with live submeshes cannot be closed). */
+static ttb_device *lost_ancestor(ttb_device *dev) {
+  for (ttb_device *d = dev; d != NULL; d = d->parent)
+    if (__atomic_load_n(&d->poisoned, __ATOMIC_ACQUIRE)) return d;
+  return NULL;
+}
+
 static ttb_status check_dev(ttb_device *dev) {
   if (dev == NULL || dev->magic != SIM_DEV_MAGIC) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid device handle");
-  if (dev->poisoned) return ttb_fail(TTB_DEVICE_LOST, "device lost: %s (exit the process and reset the chips)", dev->poison_msg);
+  ttb_device *lost = lost_ancestor(dev);
+  if (lost != NULL)
+    return ttb_fail(TTB_DEVICE_LOST, "device lost: %s%s (exit the process and reset the chips)", lost->poison_msg,
+                    lost == dev ? "" : " (on the parent mesh)");
   return TTB_OK;
 }
 
@@ -282,15 +307,17 @@ static ttb_status check_cq(ttb_device *dev, uint32_t cq) {
 }
 
 static ttb_status poison(ttb_device *dev, ttb_status st, const char *msg) {
-  dev->poisoned = 1;
   snprintf(dev->poison_msg, sizeof dev->poison_msg, "%s", msg);
+  __atomic_store_n(&dev->poisoned, 1, __ATOMIC_RELEASE);
   pthread_mutex_lock(&g_mu);
   g_lost = 1;
   pthread_mutex_unlock(&g_mu);
   return ttb_fail(st, "%s; device is now unusable (exit the process and reset the chips)", msg);
 }
 
-static ttb_status read_faults(sim_faults *f) {
+/* read_faults reads the fault and latency settings of one device; scale is the latency scale
+ * the caller asked for (used when TTB_SIM_LATENCY_SCALE is not set). */
+static ttb_status read_faults(sim_faults *f, double scale) {
   ttb_status st;
   uint64_t seed;
   if ((st = env_double("TTB_SIM_FAIL_PROB", 0, 0, 1, &f->fail_prob))) return st;
@@ -299,7 +326,7 @@ static ttb_status read_faults(sim_faults *f) {
   if ((st = env_u64("TTB_SIM_ABORT", 0, UINT64_MAX, &f->abort_after))) return st;
   if ((st = env_u64("TTB_SIM_DEVICE_LOST", 0, UINT64_MAX, &f->lost_after))) return st;
   if ((st = env_double("TT_METAL_OPERATION_TIMEOUT_SECONDS", 0, 0, 1e6, &f->op_timeout))) return st;
-  if ((st = env_double("TTB_SIM_LATENCY_SCALE", 1, 0, 1000, &f->latency_scale))) return st;
+  if ((st = env_double("TTB_SIM_LATENCY_SCALE", scale, 0, 1000, &f->latency_scale))) return st;
   if ((st = env_u64("TTB_SIM_SEED", 1, UINT64_MAX, &seed))) return st;
   f->rng = seed;
   return TTB_OK;
@@ -352,8 +379,10 @@ static ttb_status sim_device_open(const ttb_device_options *opt, ttb_device **ou
   uint64_t dram_chip = SIM_DRAM_CHANNELS * SIM_DRAM_PER_CHANNEL;
   if (opt->trace_region_size >= dram_chip)
     return ttb_fail(TTB_OUT_OF_MEMORY, "trace_region_size %llu does not fit in DRAM (%llu per chip)", (unsigned long long)opt->trace_region_size, (unsigned long long)dram_chip);
+  if (!(opt->sim_latency_scale >= 0 && opt->sim_latency_scale <= 1000))
+    return ttb_fail(TTB_INVALID_ARGUMENT, "sim_latency_scale %g not in [0, 1000]", opt->sim_latency_scale);
   sim_faults f;
-  if ((st = read_faults(&f))) return st;
+  if ((st = read_faults(&f, opt->sim_latency_scale > 0 ? opt->sim_latency_scale : 1))) return st;
 
   pthread_mutex_lock(&g_mu);
   if (g_lost) {
@@ -426,22 +455,118 @@ static void trace_destroy(ttb_device *d, sim_trace *tr) {
   count_add(&c_traces, -1);
 }
 
-static ttb_status sim_device_close(ttb_device *dev) {
-  if (dev == NULL || dev->magic != SIM_DEV_MAGIC) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid device handle");
+/* destroy frees a device (root or submesh) that has no live submeshes; it unlinks a submesh
+ * from its parent. */
+static ttb_status destroy(ttb_device *dev) {
   while (dev->traces) trace_destroy(dev, dev->traces);
   while (dev->tensors) tensor_destroy(dev->tensors);
-  int lost = dev->poisoned;
+  ttb_device *lost = lost_ancestor(dev);
   char msg[256];
-  snprintf(msg, sizeof msg, "%s", dev->poison_msg);
+  snprintf(msg, sizeof msg, "%s", lost ? lost->poison_msg : "");
   free(dev->compiled);
-  dev->magic = 0;
-  free(dev);
   pthread_mutex_lock(&g_mu);
-  g_open = NULL;
+  if (dev->parent == NULL) {
+    g_open = NULL;
+  } else {
+    ttb_device **pp = &dev->parent->children;
+    while (*pp != dev) pp = &(*pp)->sibling;
+    *pp = dev->sibling;
+  }
+  dev->magic = 0;
   pthread_mutex_unlock(&g_mu);
+  free(dev);
   count_add(&c_devices, -1);
   if (lost) return ttb_fail(TTB_DEVICE_LOST, "device closed after it was lost (%s); host resources freed, exit the process", msg);
   return TTB_OK;
+}
+
+/* busy_children fails with TTB_BUSY when dev has live submeshes. */
+static ttb_status busy_children(ttb_device *dev, const char *what) {
+  pthread_mutex_lock(&g_mu);
+  uint32_t n = 0;
+  for (ttb_device *c = dev->children; c; c = c->sibling) n++;
+  pthread_mutex_unlock(&g_mu);
+  if (n > 0) return ttb_fail(TTB_BUSY, "cannot %s a device with %u live submesh%s; release them first", what, n, n == 1 ? "" : "es");
+  return TTB_OK;
+}
+
+static ttb_status sim_device_close(ttb_device *dev) {
+  if (dev == NULL || dev->magic != SIM_DEV_MAGIC) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid device handle");
+  if (dev->parent != NULL) return ttb_fail(TTB_INVALID_ARGUMENT, "device is a submesh; release it with ttb_submesh_release");
+  ttb_status st = busy_children(dev, "close");
+  if (st) return st;
+  return destroy(dev);
+}
+
+static ttb_status sim_submesh_create(ttb_device *parent, const ttb_submesh_options *opt, ttb_device **out) {
+  if (opt == NULL || out == NULL) return ttb_fail(TTB_INVALID_ARGUMENT, "options or out is NULL");
+  *out = NULL;
+  ttb_status st = check_dev(parent);
+  if (st) return st;
+  if (opt->struct_size < sizeof(ttb_submesh_options))
+    return ttb_fail(TTB_INVALID_ARGUMENT, "options struct_size %u < %zu", opt->struct_size, sizeof(ttb_submesh_options));
+  uint32_t rows = opt->mesh_rows, cols = opt->mesh_cols, r0 = opt->row_offset, c0 = opt->col_offset;
+  if (rows == 0 || cols == 0) return ttb_fail(TTB_INVALID_ARGUMENT, "submesh %ux%u: rows and cols must be positive", rows, cols);
+  if ((uint64_t)r0 + rows > parent->rows || (uint64_t)c0 + cols > parent->cols)
+    return ttb_fail(TTB_INVALID_ARGUMENT, "submesh %ux%u at offset (%u,%u) does not fit the %ux%u parent mesh", rows, cols, r0, c0,
+                    parent->rows, parent->cols);
+  if (!(opt->sim_latency_scale >= 0 && opt->sim_latency_scale <= 1000))
+    return ttb_fail(TTB_INVALID_ARGUMENT, "sim_latency_scale %g not in [0, 1000]", opt->sim_latency_scale);
+  sim_faults f;
+  if ((st = read_faults(&f, opt->sim_latency_scale > 0 ? opt->sim_latency_scale : parent->f.latency_scale))) return st;
+  ttb_device *d = calloc(1, sizeof *d);
+  if (d == NULL) return ttb_fail(TTB_OUT_OF_MEMORY, "host allocation failed");
+
+  pthread_mutex_lock(&g_mu);
+  if (g_lost) {
+    pthread_mutex_unlock(&g_mu);
+    free(d);
+    return ttb_fail(TTB_DEVICE_LOST, "a device was lost earlier in this process; exit and reset the chips");
+  }
+  for (ttb_device *c = parent->children; c; c = c->sibling) {
+    if (r0 < c->row_off + c->rows && c->row_off < r0 + rows && c0 < c->col_off + c->cols && c->col_off < c0 + cols) {
+      pthread_mutex_unlock(&g_mu);
+      free(d);
+      return ttb_fail(TTB_BUSY, "submesh %ux%u at (%u,%u) overlaps the live submesh %ux%u at (%u,%u)", rows, cols, r0, c0, c->rows,
+                      c->cols, c->row_off, c->col_off);
+    }
+  }
+  d->magic = SIM_DEV_MAGIC;
+  d->parent = parent;
+  d->row_off = r0;
+  d->col_off = c0;
+  d->sibling = parent->children;
+  parent->children = d;
+  pthread_mutex_unlock(&g_mu);
+
+  d->rows = rows;
+  d->cols = cols;
+  d->nchips = rows * cols;
+  for (uint32_t i = 0; i < rows; i++)
+    for (uint32_t j = 0; j < cols; j++) d->ids[i * cols + j] = parent->ids[(r0 + i) * parent->cols + c0 + j];
+  d->ncq = parent->ncq;
+  d->dispatch = parent->dispatch;
+  d->fabric = parent->fabric;
+  d->program_cache = parent->program_cache;
+  d->l1_small_size = parent->l1_small_size;
+  d->trace_region_size = parent->trace_region_size;
+  uint64_t dram_chip = SIM_DRAM_CHANNELS * SIM_DRAM_PER_CHANNEL;
+  d->dram_total = (uint64_t)d->nchips * (dram_chip - d->trace_region_size);
+  d->l1_total = (uint64_t)d->nchips * SIM_CORES * (SIM_L1_PER_CORE - d->l1_small_size);
+  d->next_trace = 1;
+  d->next_event = 1;
+  d->f = f;
+  count_add(&c_devices, 1);
+  *out = d;
+  return TTB_OK;
+}
+
+static ttb_status sim_submesh_release(ttb_device *dev) {
+  if (dev == NULL || dev->magic != SIM_DEV_MAGIC) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid device handle");
+  if (dev->parent == NULL) return ttb_fail(TTB_INVALID_ARGUMENT, "device is not a submesh; close it with ttb_device_close");
+  ttb_status st = busy_children(dev, "release");
+  if (st) return st;
+  return destroy(dev);
 }
 
 static ttb_status sim_device_info(ttb_device *dev, ttb_device_info *out) {
@@ -458,6 +583,9 @@ static ttb_status sim_device_info(ttb_device *dev, ttb_device_info *out) {
   memcpy(out->device_ids, dev->ids, dev->nchips * sizeof dev->ids[0]);
   out->l1_small_size = dev->l1_small_size;
   out->trace_region_size = dev->trace_region_size;
+  out->is_submesh = dev->parent != NULL;
+  out->row_offset = dev->row_off;
+  out->col_offset = dev->col_off;
   out->dram_bytes_per_channel = SIM_DRAM_PER_CHANNEL;
   out->dram_channels = SIM_DRAM_CHANNELS;
   out->l1_bytes_per_core = SIM_L1_PER_CORE;
@@ -605,6 +733,7 @@ static ttb_status sim_program_load_file(const char *path, ttb_program **out) {
   }
   ttb_status st = parse_manifest(path, text, p);
   free(text);
+  if (st == TTB_OK) st = ttb_sim_script_open(&p->script);
   if (st) {
     free(p);
     return st;
@@ -628,6 +757,7 @@ static ttb_status sim_program_free(ttb_program *p) {
   if (p == NULL || p->magic != SIM_PROG_MAGIC) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid program handle");
   if (p->trace_refs > 0) return ttb_fail(TTB_BUSY, "program %s is used by a live trace; release the trace first", p->name);
   p->magic = 0;
+  ttb_sim_script_free(p->script);
   free(p);
   count_add(&c_programs, -1);
   return TTB_OK;
@@ -759,7 +889,7 @@ static ttb_status sim_tensor_desc(ttb_tensor *t, ttb_tensor_desc *out) {
 
 static ttb_status sim_tensor_free(ttb_tensor *t) {
   if (t == NULL || t->magic != SIM_TENSOR_MAGIC) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid tensor handle");
-  if (t->trace_refs > 0 && !t->dev->poisoned)
+  if (t->trace_refs > 0 && lost_ancestor(t->dev) == NULL)
     return ttb_fail(TTB_BUSY, "tensor is used by a live trace (its address is baked into the trace); release the trace first");
   tensor_destroy(t);
   return TTB_OK;
@@ -786,7 +916,13 @@ static ttb_status mark_compiled(ttb_device *d, uint64_t key) {
   return TTB_OK;
 }
 
-static void compute(ttb_program *p, uint32_t fn, ttb_tensor *const *in, uint32_t n_in, ttb_tensor *const *out, uint32_t n_out) {
+static ttb_status compute(ttb_program *p, uint32_t fn, ttb_tensor *const *in, uint32_t n_in, ttb_tensor *const *out, uint32_t n_out) {
+  ttb_sim_buf bi[SIM_MAX_IO], bo[SIM_MAX_IO]; /* a Whisper decoder step writes its own logits */
+  for (uint32_t i = 0; i < n_in; i++) bi[i] = (ttb_sim_buf){&in[i]->desc, in[i]->data, in[i]->bytes};
+  for (uint32_t o = 0; o < n_out; o++) bo[o] = (ttb_sim_buf){&out[o]->desc, out[o]->data, out[o]->bytes};
+  int handled = 0;
+  ttb_status st = ttb_sim_script_apply(p->script, bi, n_in, bo, n_out, &handled);
+  if (st || handled) return st;
   const sim_fn *f = &p->fns[fn];
   uint64_t h = 0xcbf29ce484222325ULL;
   h = fnv(h, p->name, strlen(p->name) + 1);
@@ -814,6 +950,7 @@ static void compute(ttb_program *p, uint32_t fn, ttb_tensor *const *in, uint32_t
       }
     }
   }
+  return TTB_OK;
 }
 
 /* Sleeps what is left of the modelled latency of one execution begun at start. */
@@ -915,9 +1052,8 @@ static ttb_status sim_program_run(ttb_device *dev, ttb_program *p, uint32_t fn, 
       return st;
     }
   } else {
-    compute(p, fn, in, n_in, res, f->n_out);
-    finish_latency(dev, p, fn, start);
-    if ((st = mark_compiled(dev, key))) {
+    if ((st = compute(p, fn, in, n_in, res, f->n_out)) == TTB_OK) finish_latency(dev, p, fn, start);
+    if (st || (st = mark_compiled(dev, key))) {
       for (uint32_t k = 0; k < f->n_out; k++) tensor_destroy(res[k]);
       return st;
     }
@@ -994,7 +1130,7 @@ static ttb_status sim_trace_replay(ttb_device *dev, ttb_trace_id id, uint32_t cq
     sim_run *r = &tr->runs[i];
     double start = now_seconds();
     if ((st = execute(dev, r->p, r->fn))) return st;
-    compute(r->p, r->fn, r->in, r->n_in, r->out, r->n_out);
+    if ((st = compute(r->p, r->fn, r->in, r->n_in, r->out, r->n_out))) return st;
     finish_latency(dev, r->p, r->fn, start);
   }
   return TTB_OK;
@@ -1067,6 +1203,8 @@ static const ttb_backend sim_backend = {
     .event_wait = sim_event_wait,
     .event_synchronize = sim_event_synchronize,
     .live_counts = sim_live_counts,
+    .submesh_create = sim_submesh_create,
+    .submesh_release = sim_submesh_release,
 };
 
 const ttb_backend *ttb_sim_backend(void) { return &sim_backend; }

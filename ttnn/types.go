@@ -128,7 +128,13 @@ func (m MeshShape) Chips() int { return m.Rows * m.Cols }
 
 func (m MeshShape) String() string { return fmt.Sprintf("%dx%d", m.Rows, m.Cols) }
 
-// Options are the device open parameters. They are per process on hardware.
+// MeshCoord is a chip position (row, col) inside a mesh, e.g. a submesh's offset.
+type MeshCoord struct{ Row, Col int }
+
+func (c MeshCoord) String() string { return fmt.Sprintf("(%d,%d)", c.Row, c.Col) }
+
+// Options are the device open parameters. They are per process on hardware: submeshes (and
+// Open under ShareParent) use their parent's.
 type Options struct {
 	Mesh            MeshShape
 	DeviceIDs       []int  // optional logical ids; prefer TT_VISIBLE_DEVICES in the process env
@@ -138,6 +144,9 @@ type Options struct {
 	Dispatch        DispatchCore
 	Fabric          Fabric
 	ProgramCache    bool
+	// SimLatencyScale scales the simulator's program latencies on this device (0 means 1;
+	// the metal backend ignores it). TTB_SIM_LATENCY_SCALE in the environment wins.
+	SimLatencyScale float64
 }
 
 // TensorDesc is a tensor's name (may be empty), element type and shape.
@@ -191,6 +200,8 @@ type DeviceInfo struct {
 	DRAMBytesPerChannel uint64
 	DRAMChannels        int
 	L1BytesPerCore      uint64
+	Submesh             bool      // made by Submesh, or by Open under ShareParent
+	Offset              MeshCoord // a submesh's position in its parent mesh
 }
 
 // MemStats are the bytes of one memory pool, summed over the mesh.
@@ -209,6 +220,7 @@ var (
 		Info() DeviceInfo
 		MemoryStats(context.Context, MemoryKind) (MemStats, error)
 		Synchronize(context.Context, int) error
+		Submesh(context.Context, MeshShape, MeshCoord) (*Device, error)
 		LoadProgram(context.Context, string) (*Program, error)
 		Upload(context.Context, int, TensorDesc, TensorOptions, []byte) (*Tensor, error)
 		Alloc(context.Context, TensorDesc, TensorOptions) (*Tensor, error)
@@ -242,4 +254,6 @@ var (
 	_ func() (int, error)                             = VisibleChips
 	_ func() (LiveCounts, error)                      = Counts
 	_ func(context.Context, Options) (*Device, error) = Open
+	_ func(context.Context, Options) (*Device, error) = ShareParent
+	_ func() *Device                                  = SharedParent
 )

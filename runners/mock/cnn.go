@@ -14,9 +14,10 @@ import (
 // The CNN runners (ResNet-50, VoVNet, MobileNetV2, YOLOv4 names) are the real ResNet-50 host
 // pipeline of runners/resnet — torchvision preprocessing, bf16 device batches of 16 filled
 // across requests and padded, softmax top-k with the ImageNet labels — on a simulated device:
-// in a worker process (WORKER_ISOLATION=process) the C simulator's resnet50 program through
-// ttnn (resnet.SimDevice), in process its Go twin (resnet.FakeDevice), which returns the same
-// logits bit for bit. The logits are the simulator's deterministic function of each image's
+// the C simulator's resnet50 program through ttnn (resnet.SimDevice) — in a worker process
+// (WORKER_ISOLATION=process) on its own device, in process on its group's submesh of the
+// server's shared parent mesh — or, where no device is available (in process without a shared
+// parent), its Go twin (resnet.FakeDevice), which returns the same logits bit for bit. The logits are the simulator's deterministic function of each image's
 // own bf16 tensor (uniform in [-1, 1), so probabilities are flat, ~0.1-0.3 %): the same image
 // always gets the same classes, whatever else shares its batch, and different images get
 // different ones.
@@ -34,11 +35,12 @@ type cnnDevice interface {
 	Run(ctx context.Context, batch []float32, n int) ([]float32, error)
 }
 
-// cnnRunner is a CNN model's runner: the ResNet-50 pipeline and, in a worker process, the
-// simulated device it drives.
+// cnnRunner is a CNN model's runner: the ResNet-50 pipeline and the simulated device it
+// drives.
 type cnnRunner struct {
 	*resnet.Runner
-	sim *resnet.SimDevice // nil in process (the Go twin)
+	sim  *resnet.SimDevice  // nil on the Go twin
+	fake *resnet.FakeDevice // nil on the simulator
 }
 
 // NewCNN returns the in-process CNN runner of the named model: the ResNet-50 pipeline on the
@@ -52,11 +54,12 @@ func newCNN(model string, lat Latency, sim *resnet.SimDevice, log *slog.Logger) 
 	var dev cnnDevice
 	var open func(context.Context) error
 	var closeDev func() error
+	var fake *resnet.FakeDevice
 	if sim != nil {
 		dev, open, closeDev = sim, sim.Open, sim.Close
 	} else {
-		fake, err := resnet.NewFakeDevice(batchLatency(lat))
-		if err != nil {
+		var err error
+		if fake, err = resnet.NewFakeDevice(batchLatency(lat)); err != nil {
 			return &failedRunner{err: fmt.Errorf("%s: %w", model, err)}
 		}
 		dev = fake
@@ -79,7 +82,7 @@ func newCNN(model string, lat Latency, sim *resnet.SimDevice, log *slog.Logger) 
 	if err != nil {
 		return &failedRunner{err: fmt.Errorf("%s: %w", model, err)}
 	}
-	return &cnnRunner{Runner: r, sim: sim}
+	return &cnnRunner{Runner: r, sim: sim, fake: fake}
 }
 
 // batchLatency is the time of one device batch: MOCK_CNN_SECONDS per image of a full batch.
@@ -92,11 +95,12 @@ func cnnFactory(model string) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		lat := LatencyFrom(spec.Settings)
 		c := simConfigFor(model, spec)
-		if c == nil { // in process: the Go twin
+		if c == nil || (c.shared && ttnn.SharedParent() == nil) { // no device: the Go twin
 			return newCNN(model, lat, nil, slog.Default()), nil
 		}
 		sim, err := resnet.NewSimDevice(resnet.SimConfig{
 			Mesh:            ttnn.MeshShape{Rows: c.opts.Mesh.Rows, Cols: c.opts.Mesh.Cols},
+			DeviceIDs:       c.opts.DeviceIDs,
 			TraceRegionSize: c.opts.TraceRegionSize,
 			BatchLatency:    batchLatency(lat),
 		})

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,28 +48,65 @@ const (
 	progResNet  = "resnet50"
 )
 
-// simConfig says how a mock runner drives the simulated device in a worker process.
+// simConfig says how a mock runner drives the simulated device.
 type simConfig struct {
+	// opts are the device options; opts.SimLatencyScale is chosen so that the sim's time
+	// matches the MOCK_* latency settings (an explicit TTB_SIM_LATENCY_SCALE in the
+	// environment wins).
 	opts     ttnn.Options
 	programs []string // loaded and run once at warm-up (the compile run)
 	traced   string   // one of programs, captured in a trace at warm-up and replayed after
-	// scale is TTB_SIM_LATENCY_SCALE, chosen so that the sim's time matches the MOCK_*
-	// latency settings; an explicit TTB_SIM_LATENCY_SCALE in the environment wins.
-	scale float64
+	// shared: in process, the device is a submesh of the process's shared parent mesh
+	// (ttnn.ShareParent, opened by the server), chosen by opts.DeviceIDs.
+	shared bool
 }
 
-// simConfigFor returns the device configuration of a mock runner, or nil when the runner
-// must not open a device: only a worker process (WORKER_ISOLATION=process) opens one, since
-// the simulator, like TT-Metal, allows one open device per process.
+// simConfigFor returns the device configuration of a mock runner (nil without settings or
+// for an unknown service). In a worker process (WORKER_ISOLATION=process) the runner opens
+// its own device over the chips TT_VISIBLE_DEVICES shows it; in process it opens the submesh
+// of its group's chips in the shared parent mesh — the simulator, like TT-Metal, has one open
+// mesh per process. Without a shared parent (a runner built outside the server, or a build
+// without cgo) an in-process runner keeps its time with Go sleeps.
 func simConfigFor(model string, spec runners.WorkerSpec) *simConfig {
 	s := spec.Settings
-	if s == nil || s.WorkerIsolation != config.IsolationProcess {
+	if s == nil {
 		return nil
 	}
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 	if mesh.Chips() == 0 {
 		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
 	}
+	c, ok := modelOptions(model, s, mesh)
+	if !ok {
+		return nil
+	}
+	if s.WorkerIsolation != config.IsolationProcess {
+		c.shared = true
+		if len(spec.Devices) >= mesh.Chips() { // "" (all chips) gives none: the whole parent
+			c.opts.DeviceIDs = append([]int(nil), spec.Devices[:mesh.Chips()]...)
+		}
+	}
+	return c
+}
+
+// DeviceOptions are the device open options of the named runner (MODEL_RUNNER; "mock"
+// follows MODEL_SERVICE) on mesh, with the settings' TRACE_REGION_SIZE: what the server opens
+// the shared parent mesh with in process. ok is false for a runner this package does not know.
+func DeviceOptions(model string, s *config.Settings, mesh config.MeshShape) (opts ttnn.Options, ok bool) {
+	m := ttnn.MeshShape{Rows: mesh.Rows, Cols: mesh.Cols}
+	if m.Chips() == 0 {
+		m = ttnn.MeshShape{Rows: 1, Cols: 1}
+	}
+	c, ok := modelOptions(model, s, m)
+	if !ok {
+		return ttnn.Options{}, false
+	}
+	c.opts.SimLatencyScale = 0
+	return c.opts, true
+}
+
+// modelOptions is the model's device configuration on mesh.
+func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*simConfig, bool) {
 	trace := func(own uint64) uint64 {
 		if s.TraceRegionSize != defaultTraceSetting {
 			return uint64(s.TraceRegionSize)
@@ -79,10 +115,11 @@ func simConfigFor(model string, spec runners.WorkerSpec) *simConfig {
 	}
 	lat := LatencyFrom(s)
 	c := &simConfig{opts: ttnn.Options{Mesh: mesh, ProgramCache: true, CommandQueues: 1}}
+	var scale float64
 	switch service(model, s) {
 	case runners.ServiceImage:
 		c.programs, c.traced = []string{progUNet, progVAE}, progUNet
-		c.scale = lat.PerStep.Seconds() / unetStepLatency
+		scale = lat.PerStep.Seconds() / unetStepLatency
 		c.opts.L1SmallSize, c.opts.TraceRegionSize = sdxlL1Small, trace(defaultTraceSetting)
 		if isSD35(model) {
 			c.opts.L1SmallSize, c.opts.TraceRegionSize = sd35L1Small, trace(sd35TraceRegion)
@@ -92,19 +129,20 @@ func simConfigFor(model string, spec runners.WorkerSpec) *simConfig {
 		}
 	case runners.ServiceAudio:
 		c.programs, c.traced = []string{progEncoder, progDecoder}, progDecoder
-		c.scale = lat.PerAudioSec.Seconds() / (encoderLatency/whisperWindow + tokensPerAudioSec*decoderLatency)
+		scale = lat.PerAudioSec.Seconds() / (encoderLatency/whisperWindow + tokensPerAudioSec*decoderLatency)
 		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = whisperL1Small, trace(whisperTrace), 2
 	case runners.ServiceCNN:
 		c.programs, c.traced = []string{progResNet}, progResNet
-		c.scale = lat.PerImage.Seconds() / resnetLatency
+		scale = lat.PerImage.Seconds() / resnetLatency
 		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = resnetL1Small, trace(resnetTraceRegion), 2
 	default:
-		return nil
+		return nil, false
 	}
 	if c.opts.CommandQueues == 2 && mesh.Chips() > 1 {
 		c.opts.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
 	}
-	return c
+	c.opts.SimLatencyScale = min(max(scale, 0), 1000)
+	return c, true
 }
 
 // service is the API family of a MODEL_RUNNER name ("mock" follows MODEL_SERVICE).
@@ -140,24 +178,22 @@ type simProgram struct {
 	traceOuts []*ttnn.Tensor
 }
 
-// openSim opens the device with c's options, loads the programs (compiled for the opened
-// mesh), runs each once, and captures the traced one. Errors name the step; device loss and
-// dispatch timeouts come wrapped in runners.ErrDeviceLost.
+// openSim opens the device with c's options (in process: the submesh of c.opts.DeviceIDs in
+// the shared parent mesh), loads the programs (compiled for the opened mesh), runs each once,
+// and captures the traced one. Errors name the step; device loss and dispatch timeouts come
+// wrapped in runners.ErrDeviceLost.
 func openSim(ctx context.Context, c *simConfig) (_ *simDevice, err error) {
 	if err := ttnn.Init("sim"); err != nil {
 		return nil, fmt.Errorf("simulator: %w", err)
 	}
-	if _, set := os.LookupEnv("TTB_SIM_LATENCY_SCALE"); !set {
-		// Read by the simulator at device open; this process opens one device.
-		scale := min(max(c.scale, 0), 1000)
-		if err := os.Setenv("TTB_SIM_LATENCY_SCALE", strconv.FormatFloat(scale, 'g', -1, 64)); err != nil {
-			return nil, fmt.Errorf("simulator latency scale: %w", err)
-		}
+	what := "device"
+	if c.shared {
+		what = fmt.Sprintf("submesh of chips %v in the shared parent mesh", c.opts.DeviceIDs)
 	}
 	dev, err := ttnn.Open(ctx, c.opts)
 	if err != nil {
-		return nil, fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
-			c.opts.Mesh, c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues, deviceErr(err))
+		return nil, fmt.Errorf("open %s (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
+			what, c.opts.Mesh, c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues, deviceErr(err))
 	}
 	d := &simDevice{dev: dev, progs: map[string]*simProgram{}}
 	defer func() {
@@ -308,16 +344,17 @@ func deviceErr(err error) error {
 	return err
 }
 
-// stepper is what the runners spend device time with: the simulated device in a worker
-// process, or Go sleeps of the MOCK_* latencies in process.
+// stepper is what the runners spend device time with: the simulated device (its own in a
+// worker process, a submesh of the shared parent in process), or Go sleeps of the MOCK_*
+// latencies when no device is available (in process without a shared parent).
 type stepper struct {
 	cfg *simConfig
 	dev *simDevice
 }
 
-// open opens the device when the runner has a device configuration.
+// open opens the device when the runner has a device configuration and a device is available.
 func (s *stepper) open(ctx context.Context) error {
-	if s.cfg == nil || s.dev != nil {
+	if s.cfg == nil || s.dev != nil || (s.cfg.shared && ttnn.SharedParent() == nil) {
 		return nil
 	}
 	dev, err := openSim(ctx, s.cfg)

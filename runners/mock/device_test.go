@@ -34,40 +34,47 @@ func TestSimConfigFor(t *testing.T) {
 		mesh     config.MeshShape
 		settings *config.Settings
 		want     *simConfig
+		scale    float64
 	}{
-		{"in process: no device", RunnerSDXL, mesh(1, 1), &config.Settings{WorkerIsolation: config.IsolationInProcess}, nil},
+		{"no settings", RunnerSDXL, mesh(1, 1), nil, nil, 0},
+		{"unknown service", RunnerMock, mesh(1, 1), processSettings(func(s *config.Settings) { s.ModelService = "video" }), nil, 0},
+		{"in process: a submesh of the shared parent", RunnerSDXL, mesh(1, 1), &config.Settings{WorkerIsolation: config.IsolationInProcess,
+			TraceRegionSize: defaultTraceSetting, MockStepLatency: 2 * time.Millisecond}, &simConfig{
+			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, DeviceIDs: []int{3}, L1SmallSize: 32768, TraceRegionSize: 34541598,
+				CommandQueues: 1, ProgramCache: true},
+			programs: []string{progUNet, progVAE}, traced: progUNet, shared: true}, 0.002 / 0.1903},
 		{"sdxl", RunnerSDXL, mesh(1, 1), processSettings(nil), &simConfig{
 			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 34541598, CommandQueues: 1, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet, scale: 0.002 / 0.1903}},
+			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
 		{"sd3.5 on a T3K mesh", RunnerSD35, mesh(2, 4), processSettings(nil), &simConfig{
 			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 2, Cols: 4}, L1SmallSize: 32768, TraceRegionSize: 25_000_000,
 				CommandQueues: 1, Fabric: ttnn.Fabric1D, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet, scale: 0.002 / 0.1903}},
+			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
 		{"sd3.5 with TRACE_REGION_SIZE", RunnerSD35, mesh(4, 8), processSettings(func(s *config.Settings) { s.TraceRegionSize = 5000 }), &simConfig{
 			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 4, Cols: 8}, L1SmallSize: 32768, TraceRegionSize: 5000,
 				CommandQueues: 1, Fabric: ttnn.Fabric1D, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet, scale: 0.002 / 0.1903}},
+			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
 		{"whisper", RunnerWhisper, mesh(1, 1), processSettings(nil), &simConfig{
 			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true},
-			programs: []string{progEncoder, progDecoder}, traced: progDecoder, scale: 0.001 / (0.1535/30 + 3*0.009524)}},
+			programs: []string{progEncoder, progDecoder}, traced: progDecoder}, 0.001 / (0.1535/30 + 3*0.009524)},
 		{"resnet on two chips", RunnerResNet, mesh(1, 2), processSettings(nil), &simConfig{
 			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 2}, L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2,
 				Dispatch: ttnn.DispatchEth, ProgramCache: true},
-			programs: []string{progResNet}, traced: progResNet, scale: 0.001 / 0.003404}},
+			programs: []string{progResNet}, traced: progResNet}, 0.001 / 0.003404},
 		{"mock follows MODEL_SERVICE", RunnerMock, config.MeshShape{}, processSettings(func(s *config.Settings) { s.ModelService = "CNN" }), &simConfig{
 			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2, ProgramCache: true},
-			programs: []string{progResNet}, traced: progResNet, scale: 0.001 / 0.003404}},
+			programs: []string{progResNet}, traced: progResNet}, 0.001 / 0.003404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := simConfigFor(tt.model, runners.WorkerSpec{Mesh: tt.mesh, Settings: tt.settings})
+			got := simConfigFor(tt.model, runners.WorkerSpec{Mesh: tt.mesh, Devices: []int{3, 4}, Settings: tt.settings})
 			if tt.want == nil {
 				require.Nil(t, got)
 				return
 			}
 			require.NotNil(t, got)
-			require.InDelta(t, tt.want.scale, got.scale, 1e-12)
-			got.scale = tt.want.scale
+			require.InDelta(t, tt.scale, got.opts.SimLatencyScale, 1e-12)
+			got.opts.SimLatencyScale = 0
 			require.Equal(t, tt.want, got)
 		})
 	}

@@ -5,13 +5,15 @@
 // transcriptions that state facts about the audio, and ImageNet classes that the simulated
 // ResNet-50 derives from each image (the CNN names run runners/resnet's real pipeline; cnn.go).
 //
-// In a worker process (WORKER_ISOLATION=process) a runner spends its device time in the C
-// simulator through ttnn: Warmup opens the device with the real model's options (L1 small
+// A runner spends its device time in the C simulator through ttnn — on its own device in a
+// worker process (WORKER_ISOLATION=process), on its group's submesh of the server's shared
+// parent mesh in process: Warmup opens the device with the real model's options (L1 small
 // size, trace region, command queues, fabric), loads the sim programs, runs each once and
 // captures a trace; then every UNet step, VAE decode, Whisper encoder window and decoder step,
 // and ResNet forward is a program run or trace replay, with the simulator's latency scaled to
-// the MOCK_* settings and its fault injection (TTB_SIM_*) in effect. In process, where the
-// simulator's one device per process cannot serve several workers, the time is Go sleeps.
+// the MOCK_* settings and its fault injection (TTB_SIM_*) in effect. Only where no device is
+// available (in process without a shared parent, e.g. a build without cgo) is the time Go
+// sleeps.
 // The content clients see is computed in Go either way, so it is the same in both modes.
 package mock
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
@@ -19,8 +19,10 @@ import (
 // (l1_small_size 32768, trace region 1,470,464 B, 2 command queues), traces the device batch at
 // warm-up and replays it per batch: the bf16 batch goes in on command queue 1, the replay runs
 // on queue 0 after an event, the logits come back as float32. The simulator allows one open
-// device per process, so it serves worker processes (WORKER_ISOLATION=process). FakeDevice is
-// its pure-Go twin for in-process workers: the same logits bit for bit (the simulator's output
+// mesh per process, so a worker process (WORKER_ISOLATION=process) opens its own device and
+// an in-process worker the submesh of its chips (SimConfig.DeviceIDs) in the server's shared
+// parent mesh (ttnn.ShareParent). FakeDevice is its pure-Go twin for workers without a device
+// (in process without a shared parent): the same logits bit for bit (the simulator's output
 // generator, reproduced and checked against the C code in the tests) and the same time per
 // batch. Both derive each image's logits from that image's bf16 tensor alone, so an answer
 // never depends on the other images of the batch, and both charge a whole device batch's time
@@ -30,11 +32,15 @@ import (
 type SimConfig struct {
 	// Mesh is the mesh the device opens and the program is compiled for (default 1×1).
 	Mesh ttnn.MeshShape
+	// DeviceIDs are the chips of the mesh (ttnn.Options.DeviceIDs): under a shared parent
+	// mesh they select the submesh; nil in a worker process (TT_VISIBLE_DEVICES chooses).
+	DeviceIDs []int
 	// TraceRegionSize overrides the demo's TraceRegionSize when > 0.
 	TraceRegionSize uint64
-	// BatchLatency is the device time of one batch. When > 0 and TTB_SIM_LATENCY_SCALE is not
-	// set in the environment, the simulator's latency scale is set so that a batch takes this
-	// long; otherwise a batch takes the program's 3.404 ms times that scale.
+	// BatchLatency is the device time of one batch. When > 0, the device's simulator latency
+	// scale (ttnn.Options.SimLatencyScale) is chosen so that a batch takes this long, unless
+	// TTB_SIM_LATENCY_SCALE is set in the environment: then a batch takes the program's
+	// 3.404 ms times that scale.
 	BatchLatency time.Duration
 }
 
@@ -80,8 +86,11 @@ func (d *SimDevice) BatchSize() int { return d.fn.batch }
 
 // Options are the device open options: the demo's, on the configured mesh.
 func (d *SimDevice) Options() ttnn.Options {
-	o := ttnn.Options{Mesh: d.cfg.Mesh, L1SmallSize: L1SmallSize, TraceRegionSize: TraceRegionSize,
-		CommandQueues: CommandQueues, ProgramCache: true}
+	o := ttnn.Options{Mesh: d.cfg.Mesh, DeviceIDs: append([]int(nil), d.cfg.DeviceIDs...), L1SmallSize: L1SmallSize,
+		TraceRegionSize: TraceRegionSize, CommandQueues: CommandQueues, ProgramCache: true}
+	if d.cfg.BatchLatency > 0 {
+		o.SimLatencyScale = min(d.cfg.BatchLatency.Seconds()/d.fn.batchLatency.Seconds(), 1000)
+	}
 	if d.cfg.TraceRegionSize > 0 {
 		o.TraceRegionSize = d.cfg.TraceRegionSize
 	}
@@ -108,13 +117,6 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 	}
 	if err := ttnn.Init("sim"); err != nil {
 		return fmt.Errorf("simulator: %w", err)
-	}
-	if _, set := os.LookupEnv("TTB_SIM_LATENCY_SCALE"); !set && d.cfg.BatchLatency > 0 {
-		// Read by the simulator at device open; this process opens one device.
-		scale := min(d.cfg.BatchLatency.Seconds()/d.fn.batchLatency.Seconds(), 1000)
-		if err := os.Setenv("TTB_SIM_LATENCY_SCALE", strconv.FormatFloat(scale, 'g', -1, 64)); err != nil {
-			return fmt.Errorf("simulator latency scale: %w", err)
-		}
 	}
 	opts := d.Options()
 	dev, err := ttnn.Open(ctx, opts)
@@ -273,6 +275,7 @@ type FakeDevice struct {
 	latency time.Duration
 	bf      []uint16
 	logits  []float32
+	runs    atomic.Int64
 }
 
 // NewFakeDevice returns the twin; batchLatency is the time of one device batch (0: none).
@@ -288,6 +291,9 @@ func NewFakeDevice(batchLatency time.Duration) (*FakeDevice, error) {
 // BatchSize is the device batch (the simulator program's, 16).
 func (f *FakeDevice) BatchSize() int { return f.fn.batch }
 
+// Runs counts the device batches Run started (safe to read from any goroutine).
+func (f *FakeDevice) Runs() int64 { return f.runs.Load() }
+
 // Run is the DeviceFunc: the simulator's logits for the first n images, after the batch's
 // device time.
 func (f *FakeDevice) Run(ctx context.Context, batch []float32, n int) ([]float32, error) {
@@ -297,6 +303,7 @@ func (f *FakeDevice) Run(ctx context.Context, batch []float32, n int) ([]float32
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	f.runs.Add(1)
 	start := time.Now()
 	for i := range n {
 		ToBF16(f.bf, batch[i*ImageElems:(i+1)*ImageElems])

@@ -16,7 +16,15 @@
  *    every tensor and trace of that device. Programs are not bound to a device.
  *  - After TTB_DEVICE_LOST (or TTB_TIMEOUT) the device is poisoned: every later call on it
  *    returns TTB_DEVICE_LOST, and the process must exit (the chips need a reset).
- *  - One open device (mesh) per process.
+ *  - One open device (mesh) per process. Several device groups share a process the way
+ *    TT-Metal allows it: one parent mesh over the visible chips, carved into submeshes
+ *    (ttb_submesh_create). A submesh is a device handle of its own: its tensors, program runs,
+ *    traces, events and memory/trace-region accounting are its own, its chips must lie inside
+ *    the parent and must not overlap a live sibling, and it shares the parent's open options
+ *    (L1 small size, trace region per chip, command queues, dispatch, fabric: TT-Metal keeps
+ *    one set per process). Submeshes nest. Each submesh may be driven from its own thread.
+ *    Closing (or releasing) a device that still has live submeshes is TTB_BUSY: release the
+ *    submeshes first. A lost device poisons the process: no new device or submesh opens.
  */
 #ifndef TTBRIDGE_H
 #define TTBRIDGE_H
@@ -28,7 +36,7 @@
 extern "C" {
 #endif
 
-#define TTB_ABI_VERSION 1
+#define TTB_ABI_VERSION 2 /* 2: submeshes, sim_latency_scale */
 
 typedef enum {
   TTB_OK = 0,
@@ -70,7 +78,15 @@ typedef struct {
   uint32_t dispatch;             /* ttb_dispatch */
   uint32_t fabric;               /* ttb_fabric; process-global, set before the open */
   uint32_t enable_program_cache; /* 0/1 */
+  double sim_latency_scale;      /* sim only: latency scale, 0 = 1; TTB_SIM_LATENCY_SCALE wins */
 } ttb_device_options;
+
+typedef struct {
+  uint32_t struct_size;          /* sizeof(ttb_submesh_options) */
+  uint32_t mesh_rows, mesh_cols; /* shape of the submesh, both > 0 */
+  uint32_t row_offset, col_offset; /* position of its first chip in the parent mesh */
+  double sim_latency_scale;      /* sim only: 0 = the parent's; TTB_SIM_LATENCY_SCALE wins */
+} ttb_submesh_options;
 
 typedef struct {
   char name[TTB_NAME_MAX]; /* empty when unknown */
@@ -85,6 +101,7 @@ typedef struct {
   uint32_t mesh_rows, mesh_cols, num_chips, num_command_queues;
   int32_t device_ids[TTB_MAX_CHIPS];
   uint64_t l1_small_size, trace_region_size;
+  uint32_t is_submesh, row_offset, col_offset; /* position in the parent (submeshes only) */
   uint64_t dram_bytes_per_channel, l1_bytes_per_core;
   uint32_t dram_channels;
 } ttb_device_info;
@@ -134,6 +151,8 @@ typedef struct ttb_backend {
   ttb_status (*event_wait)(ttb_device *dev, uint32_t cq, ttb_event_id ev);
   ttb_status (*event_synchronize)(ttb_device *dev, ttb_event_id ev);
   ttb_status (*live_counts)(ttb_live_counts *out);
+  ttb_status (*submesh_create)(ttb_device *parent, const ttb_submesh_options *opt, ttb_device **out);
+  ttb_status (*submesh_release)(ttb_device *sub);
 } ttb_backend;
 
 int ttb_abi_version(void);
@@ -166,6 +185,11 @@ ttb_status ttb_device_close(ttb_device *dev);
 ttb_status ttb_device_info_get(ttb_device *dev, ttb_device_info *out);
 ttb_status ttb_device_mem(ttb_device *dev, uint32_t kind, ttb_mem_stats *out);
 ttb_status ttb_device_sync(ttb_device *dev, uint32_t cq);
+/* Submeshes: a rows x cols part of an open mesh (see the rules at the top). ttb_device_close on
+ * a submesh is TTB_INVALID_ARGUMENT; release it with ttb_submesh_release, which frees its
+ * tensors and traces like ttb_device_close. */
+ttb_status ttb_submesh_create(ttb_device *parent, const ttb_submesh_options *opt, ttb_device **out);
+ttb_status ttb_submesh_release(ttb_device *sub);
 
 /* Programs. */
 ttb_status ttb_program_load_file(const char *path, ttb_program **out);
