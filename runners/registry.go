@@ -69,3 +69,10 @@ func (r *Registry) New(name string, spec WorkerSpec) (Runner, error) {
 	}
 	return e.factory(spec)
 }
+
+// Factory returns the factory registered under name, so a later registration can wrap it
+// (e.g. fall back to it when its own model files are missing).
+func (r *Registry) Factory(name string) (Factory, bool) {
+	e, ok := r.entries[name]
+	return e.factory, ok
+}

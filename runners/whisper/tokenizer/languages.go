@@ -39,3 +39,14 @@ var languageAliases = map[string]string{
 
 // MaxLanguages is the number of languages the largest whisper vocabulary (large-v3) has.
 const MaxLanguages = len(languages)
+
+// LanguageName is whisper's lower-case English name of a language code ("en": "english"),
+// the form OpenAI's verbose_json reports.
+func LanguageName(code string) (string, bool) {
+	for _, e := range languages {
+		if e.code == code {
+			return e.name, true
+		}
+	}
+	return "", false
+}

@@ -51,6 +51,7 @@ type fakeModel struct {
 	steps   int
 	closed  int
 	fed     [][]int // the full token sequence of every attempt, in order
+	mels    [][]float32
 }
 
 type fakeState struct {
@@ -83,6 +84,7 @@ func (m *fakeModel) Encode(ctx context.Context, mel []float32, nMels int) (Encod
 	}
 	st := &fakeState{m: m, w: &m.windows[m.encodes]}
 	m.encodes++
+	m.mels = append(m.mels, slices.Clone(mel))
 	return st, nil
 }
 

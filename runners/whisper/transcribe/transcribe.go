@@ -74,6 +74,10 @@ type Options struct {
 	NMels int
 	// Seed seeds the sampler used at temperatures above 0.
 	Seed uint64
+	// OnWindow, when not nil, is told after each window is final (decoded or skipped as
+	// silence): the seek of the next window and the audio's content frames, both in mel
+	// frames (100 per second).
+	OnWindow func(seek, contentFrames int)
 }
 
 // DefaultOptions are transcribe()'s defaults for an 80-mel model.
@@ -135,36 +139,30 @@ type windowResult struct {
 // checked before every encoder and decoder call; the segments completed before it are
 // returned with the error. The model's methods are called from the calling goroutine only.
 //
-// One deviation from whisper: audio.LogMel computes 30 s at a time, so each window's
-// log-mel is computed from that window's samples. Whisper computes the log-mel of the whole
-// file once, so its floor (maximum - 8) is the file's and a window's first frame sees the
-// samples before it; here both are per window. Frames past the end of the audio are zeros,
-// as pad_or_trim of whisper's mel slice gives.
+// As in whisper, the log-mel of the whole file (with 30 s of zeros appended) is computed
+// once, so its floor (maximum - 8) is the file's; each window is a slice of it, with the
+// frames past the window's audio zeroed (pad_or_trim of the mel slice), and language
+// detection sees the first 3000 frames unzeroed.
 func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samples []float32, opts Options, onSegment func(Segment)) (Result, error) {
 	t, err := newTask(model, tok, opts)
 	if err != nil {
 		return Result{}, err
 	}
-	mel, err := audio.WhisperLogMel(opts.NMels)
+	lm, err := audio.WhisperLogMel(opts.NMels)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
-	contentFrames := len(samples) / segment.HopLength
+	full, err := lm.ComputeFull(ctx, samples)
+	if err != nil {
+		return Result{}, fmt.Errorf("transcribe: log-mel: %w", err)
+	}
+	contentFrames := full.ContentFrames()
 	var res Result
 	var melBuf []float32
-	window := func(seek, frames int, zeroTail bool) ([]float32, error) {
-		end := min(len(samples), (seek+segment.NFrames)*segment.HopLength)
-		start := min(seek*segment.HopLength, end)
+	window := func(seek, frames int) ([]float32, error) {
 		var err error
-		melBuf, err = mel.Compute(ctx, samples[start:end], melBuf)
-		if err != nil {
+		if melBuf, err = full.Window(seek, frames, melBuf); err != nil {
 			return nil, fmt.Errorf("transcribe: log-mel at frame %d: %w", seek, err)
-		}
-		if zeroTail && frames < segment.NFrames {
-			// pad_or_trim of the mel slice: frames past the audio are zeros.
-			for m := range opts.NMels {
-				clear(melBuf[m*segment.NFrames+frames : (m+1)*segment.NFrames])
-			}
 		}
 		return melBuf, nil
 	}
@@ -185,7 +183,7 @@ func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samp
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("transcribe: %w", err)
 		}
-		m, err := window(0, min(segment.NFrames, contentFrames), false)
+		m, err := window(0, segment.NFrames) // whisper's pad_or_trim(mel, N_FRAMES)
 		if err != nil {
 			return res, err
 		}
@@ -219,7 +217,7 @@ func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samp
 		st := firstState
 		firstState = nil
 		if st == nil {
-			m, err := window(seek, frames, true)
+			m, err := window(seek, frames)
 			if err != nil {
 				return t.finish(res, allTokens[nInitial:]), err
 			}
@@ -235,6 +233,9 @@ func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samp
 		}
 		if opts.Thresholds.ShouldSkip(wr.Stats) {
 			seek += frames
+			if opts.OnWindow != nil {
+				opts.OnWindow(seek, contentFrames)
+			}
 			continue
 		}
 		segs, next, err := segment.Split(tok, segment.Window{
@@ -261,6 +262,9 @@ func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samp
 			promptResetSince = len(allTokens)
 		}
 		seek = next
+		if opts.OnWindow != nil {
+			opts.OnWindow(seek, contentFrames)
+		}
 	}
 	return t.finish(res, allTokens[nInitial:]), nil
 }

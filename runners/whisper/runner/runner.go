@@ -1,0 +1,507 @@
+// Package runner is the runners.Runner of the real Whisper pipeline (MODEL_RUNNER=tt-whisper)
+// on a ttnn device: it loads the vocabulary from MODEL_WEIGHTS_PATH, opens the device with
+// the Python runner's options at warm-up, loads the encoder and the traced decoder step
+// (model.go: transcribe.Model on the bridge), and serves transcription requests with
+// openai/whisper's long-form loop (runners/whisper/transcribe): language detection or the
+// requested language, transcribe or translate, the prompt, the temperature fallback schedule
+// from the request's temperature, per-segment decoder statistics, a streamed chunk per
+// segment as soon as it is final, progress per window, and cancellation between decoder
+// steps and windows. With pre-processing on, each speech span is transcribed on its own and
+// its segments are re-based to the file. There are no word timestamps: the device programs
+// return no cross-attention weights.
+//
+// Register wraps the registry's tt-whisper factory: without a vocabulary in
+// MODEL_WEIGHTS_PATH, or where the simulator cannot serve the worker, the factory falls back
+// to the one registered before (the mock Whisper runner), so transcription works on a fresh
+// machine.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/segment"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/transcribe"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+// Errors of this package.
+var (
+	// ErrNoVocabulary: the weights directory has no whisper vocabulary file.
+	ErrNoVocabulary = errors.New("whisper runner: no vocabulary (multilingual.tiktoken, gpt2.tiktoken or tokenizer.json) in the weights directory")
+	// ErrClosed is returned by a runner used after Close.
+	ErrClosed = errors.New("whisper runner closed")
+	// ErrNotWarm is returned by Run before a successful Warmup.
+	ErrNotWarm = errors.New("whisper runner not warmed up")
+)
+
+// Device options of the Python Whisper runner (tt-metal's Whisper demo).
+const (
+	L1SmallSize     = 1024
+	TraceRegionSize = 100_000_000
+	CommandQueues   = 2
+	// defaultTraceSetting is TRACE_REGION_SIZE's default; another value overrides the model's.
+	defaultTraceSetting = 34_541_598
+	// Unscaled sim latencies (the manifests') that MOCK_AUDIO_SECONDS_PER_SECOND maps onto,
+	// with the mock runner's 3 decoder steps per second of audio.
+	encoderLatency    = 153.5e-3
+	decoderLatency    = 9.524e-3
+	tokensPerAudioSec = 3.0
+	// speaker labels the segments of pre-processed (VAD) requests, as the mock diarization.
+	speaker = "SPEAKER_00"
+)
+
+// Config configures one runner.
+type Config struct {
+	// WeightsDir holds the vocabulary (multilingual.tiktoken or gpt2.tiktoken, or a Hugging
+	// Face tokenizer.json, at its top or in assets/), unless Tokenizer is set.
+	WeightsDir string
+	// Tokenizer, when not nil, is used instead of loading one from WeightsDir.
+	Tokenizer *tokenizer.Tokenizer
+	// Backend is the ttnn backend ("" = "sim").
+	Backend string
+	// Device are the device open options; DeviceOptions gives the Python runner's.
+	Device ttnn.Options
+	// Programs holds the encoder and decoder-step manifests; nil means ttnn.SimPrograms().
+	Programs fs.FS
+	// Seed seeds sampling at temperatures above 0.
+	Seed uint64
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// DeviceOptions returns the Python Whisper runner's device options on mesh: l1_small_size
+// 1024, a 100 MB trace region (TRACE_REGION_SIZE overrides it when set to another value than
+// its default), two command queues (ethernet dispatch on a multi-chip mesh).
+func DeviceOptions(mesh ttnn.MeshShape, traceSetting int) ttnn.Options {
+	if mesh.Chips() == 0 {
+		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
+	}
+	o := ttnn.Options{Mesh: mesh, L1SmallSize: L1SmallSize, TraceRegionSize: TraceRegionSize,
+		CommandQueues: CommandQueues, ProgramCache: true}
+	if traceSetting != defaultTraceSetting && traceSetting > 0 {
+		o.TraceRegionSize = uint64(traceSetting)
+	}
+	if mesh.Chips() > 1 {
+		o.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
+	}
+	return o
+}
+
+// LoadTokenizer loads the vocabulary of an n_vocab model from dir (or dir/assets): the
+// tiktoken ranks file tokenizer.ConfigForVocabSize names (openai/whisper's assets), or else a
+// Hugging Face tokenizer.json. Neither present is ErrNoVocabulary.
+func LoadTokenizer(dir string, nVocab int) (*tokenizer.Tokenizer, error) {
+	cfg, err := tokenizer.ConfigForVocabSize(nVocab)
+	if err != nil {
+		return nil, fmt.Errorf("whisper runner: %w", err)
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w (no directory given)", ErrNoVocabulary)
+	}
+	dirs := []string{dir, filepath.Join(dir, "assets")}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, cfg.RanksFile())); err == nil {
+			tok, err := tokenizer.Load(d, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("whisper runner: vocabulary: %w", err)
+			}
+			return tok, nil
+		}
+	}
+	for _, d := range dirs {
+		path := filepath.Join(d, "tokenizer.json")
+		if _, err := os.Stat(path); err == nil {
+			ranks, err := tokenizer.LoadHFTokenizerFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("whisper runner: vocabulary: %w", err)
+			}
+			tok, err := tokenizer.New(ranks, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("whisper runner: vocabulary: %w", err)
+			}
+			return tok, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: neither %s nor tokenizer.json in %s or its assets/", ErrNoVocabulary, cfg.RanksFile(), dir)
+}
+
+var _ runners.Runner = (*Runner)(nil)
+
+// Runner is the Whisper runner of one device group.
+type Runner struct {
+	cfg Config
+	tok *tokenizer.Tokenizer
+	log *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	dev    *ttnn.Device
+	model  *Model
+}
+
+// New checks the programs and loads the vocabulary; the device is opened by Warmup.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Programs == nil {
+		cfg.Programs = ttnn.SimPrograms()
+	}
+	if cfg.Backend == "" {
+		cfg.Backend = "sim"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	nVocab, err := ProgramVocab(cfg.Programs)
+	if err != nil {
+		return nil, err
+	}
+	tok := cfg.Tokenizer
+	if tok == nil {
+		if tok, err = LoadTokenizer(cfg.WeightsDir, nVocab); err != nil {
+			return nil, err
+		}
+	}
+	if tok.NVocab() != nVocab {
+		return nil, fmt.Errorf("whisper runner: the vocabulary has %d tokens, the decoder program %d", tok.NVocab(), nVocab)
+	}
+	return &Runner{cfg: cfg, tok: tok, log: log}, nil
+}
+
+// Tokenizer is the runner's vocabulary.
+func (r *Runner) Tokenizer() *tokenizer.Tokenizer { return r.tok }
+
+// Warmup opens the device, loads the model (capturing its traces) and transcribes one second
+// of silence in English, as the Python runner's warm-up does.
+func (r *Runner) Warmup(ctx context.Context) (err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if r.dev != nil {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			_ = r.closeDevice()
+			err = fmt.Errorf("%s warm-up: %w", mock.RunnerWhisper, err)
+		}
+	}()
+	if err := ttnn.Init(r.cfg.Backend); err != nil {
+		return fmt.Errorf("device backend: %w", err)
+	}
+	opts := r.cfg.Device
+	if r.dev, err = ttnn.Open(ctx, opts); err != nil {
+		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
+			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, lost(err))
+	}
+	if r.model, err = LoadModel(ctx, r.dev, r.cfg.Programs); err != nil {
+		return lost(err)
+	}
+	warm := &runners.AudioRequest{Samples: make([]float32, segment.SampleRate), SampleRate: segment.SampleRate, Duration: 1, Language: "en"}
+	if _, err := r.transcribe(ctx, runners.Task{Ctx: ctx, Request: warm}, warm); err != nil {
+		return fmt.Errorf("warm-up inference: %w", err)
+	}
+	r.log.Info("whisper runner ready", "mesh", r.dev.Info().Mesh, "n_vocab", r.tok.NVocab(), "n_mels", r.model.NMels(), "traced", r.model.Traced())
+	return nil
+}
+
+// Run transcribes the tasks one after the other (the device programs take one window at a
+// time). Each task runs under its own context, also ended by ctx.
+func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]runners.Outcome, len(tasks))
+	for i, t := range tasks {
+		switch {
+		case r.closed:
+			out[i].Err = ErrClosed
+		case r.model == nil:
+			out[i].Err = ErrNotWarm
+		default:
+			out[i] = r.runTask(ctx, t)
+		}
+	}
+	return out
+}
+
+func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", mock.RunnerWhisper, p)}
+		}
+	}()
+	req, ok := t.Request.(*runners.AudioRequest)
+	if !ok || req == nil {
+		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.AudioRequest", mock.RunnerWhisper, t.Request)}
+	}
+	parent := t.Ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	tctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	res, err := r.transcribe(tctx, t, req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && parent.Err() == nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w: %w", err, ctxErr)
+		}
+		return runners.Outcome{Err: err}
+	}
+	return runners.Outcome{Value: res}
+}
+
+// badRequest is a request the runner rejects: its text is the message for the client.
+type badRequest struct{ err error }
+
+func (e *badRequest) Error() string        { return e.err.Error() }
+func (e *badRequest) Unwrap() error        { return e.err }
+func (e *badRequest) Is(target error) bool { return target == runners.ErrBadRequest }
+
+// options are the transcription options of a request.
+func (r *Runner) options(req *runners.AudioRequest) (transcribe.Options, error) {
+	opts := transcribe.DefaultOptions()
+	opts.NMels = r.model.NMels()
+	opts.Seed = r.cfg.Seed
+	if req.Language != "" {
+		code, err := tokenizer.NormalizeLanguage(req.Language)
+		if err != nil {
+			return opts, &badRequest{err}
+		}
+		if _, err := r.tok.LanguageToken(code); err != nil {
+			return opts, &badRequest{err}
+		}
+		opts.Language = code
+	}
+	switch tokenizer.Task(req.Task) {
+	case "", tokenizer.TaskTranscribe:
+		opts.Task = tokenizer.TaskTranscribe
+	case tokenizer.TaskTranslate:
+		if !r.tok.Multilingual() {
+			return opts, &badRequest{fmt.Errorf("%w: an English-only model cannot translate", tokenizer.ErrNotMultilingual)}
+		}
+		opts.Task = tokenizer.TaskTranslate
+	default:
+		return opts, &badRequest{fmt.Errorf("%w: %q (transcribe or translate)", tokenizer.ErrUnknownTask, req.Task)}
+	}
+	if !(req.Temperature >= 0 && req.Temperature <= 1) {
+		return opts, &badRequest{fmt.Errorf("temperature %v not in [0, 1]", req.Temperature)}
+	}
+	opts.Temperatures = decoding.Temperatures(req.Temperature, 0.2)
+	opts.InitialPrompt = req.Prompt
+	return opts, nil
+}
+
+// piece is a stretch of the request's audio transcribed on its own.
+type piece struct {
+	samples []float32
+	offset  float64 // seconds from the start of the file
+}
+
+// transcribe runs the long-form loop over each piece of the request's audio.
+func (r *Runner) transcribe(ctx context.Context, t runners.Task, req *runners.AudioRequest) (*runners.TranscriptionResult, error) {
+	opts, err := r.options(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.SampleRate != 0 && req.SampleRate != segment.SampleRate {
+		return nil, &badRequest{fmt.Errorf("audio at %d Hz, the runner takes %d Hz", req.SampleRate, segment.SampleRate)}
+	}
+	duration := req.Duration
+	if duration <= 0 {
+		duration = float64(len(req.Samples)) / segment.SampleRate
+	}
+	diarized := req.Segments != nil
+	pieces := []piece{{samples: req.Samples}}
+	if len(req.Segments) > 0 {
+		pieces = pieces[:0]
+		for _, s := range req.Segments {
+			lo := max(0, min(len(req.Samples), int(math.Floor(s.Start*segment.SampleRate))))
+			hi := max(lo, min(len(req.Samples), int(math.Ceil(s.End*segment.SampleRate))))
+			pieces = append(pieces, piece{samples: req.Samples[lo:hi], offset: float64(lo) / segment.SampleRate})
+		}
+	}
+	remaining := 0 // mel frames not yet transcribed, for the progress estimate
+	for _, p := range pieces {
+		remaining += len(p.samples) / segment.HopLength
+	}
+	windows := 0
+	res := &runners.TranscriptionResult{Task: string(opts.Task), Duration: duration}
+	var emitErr error
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	texts := make([]string, 0, len(pieces))
+	for _, p := range pieces {
+		done := 0 // frames of this piece behind seek
+		opts.OnWindow = func(seek, contentFrames int) {
+			remaining -= seek - done
+			done = seek
+			windows++
+			if t.Progress != nil {
+				t.Progress(windows, windows+(remaining+segment.NFrames-1)/segment.NFrames)
+			}
+		}
+		onSegment := func(s transcribe.Segment) {
+			seg := runners.TranscriptionSegment{
+				ID: len(res.Segments), StartTime: round3(p.offset + s.Start), EndTime: round3(p.offset + s.End),
+				Text: decoding.Strip(s.Text), Seek: s.Seek + int(math.Round(p.offset*segment.FramesPerSecond)),
+				Tokens: s.Tokens, Temperature: s.Temperature, AvgLogprob: s.AvgLogProb,
+				CompressionRatio: s.CompressionRatio, NoSpeechProb: s.NoSpeechProb,
+			}
+			if diarized {
+				seg.Speaker = speaker
+			}
+			res.Segments = append(res.Segments, seg)
+			if t.Emit == nil || seg.Text == "" || emitErr != nil {
+				return
+			}
+			text := seg.Text
+			if diarized {
+				text = "[" + speaker + "] " + text
+			}
+			if err := t.Emit(runners.TranscriptChunk{Text: text, ChunkID: len(res.Segments)}); err != nil {
+				emitErr = fmt.Errorf("%s: emit segment %d: %w", mock.RunnerWhisper, seg.ID, err)
+				cancel(emitErr)
+			}
+		}
+		out, err := transcribe.Transcribe(ctx, r.model, r.tok, p.samples, opts, onSegment)
+		if emitErr != nil {
+			return nil, emitErr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mock.RunnerWhisper, lost(err))
+		}
+		if opts.Language == "" { // the first piece's language holds for the others
+			opts.Language = out.Language
+		}
+		if text := decoding.Strip(out.Text); text != "" {
+			texts = append(texts, text)
+		}
+	}
+	res.Language = opts.Language
+	if name, ok := tokenizer.LanguageName(opts.Language); ok {
+		res.Language = name
+	}
+	for i, s := range texts {
+		if i > 0 {
+			res.Text += " "
+		}
+		res.Text += s
+	}
+	if diarized {
+		res.Speakers, res.SpeakerCount = []string{speaker}, 1
+	}
+	return res, nil
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// Close releases the model and the device; it is idempotent.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return r.closeDevice()
+}
+
+func (r *Runner) closeDevice() error {
+	var errs []error
+	if r.model != nil {
+		errs = append(errs, r.model.Close())
+		r.model = nil
+	}
+	if r.dev != nil {
+		if err := r.dev.Close(); err != nil && !errors.Is(err, ttnn.ErrDeviceLost) && !errors.Is(err, ttnn.ErrTimeout) {
+			errs = append(errs, err)
+		}
+		r.dev = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: close: %w", mock.RunnerWhisper, err)
+	}
+	return nil
+}
+
+// lost marks a lost device or a dispatch timeout as runners.ErrDeviceLost.
+func lost(err error) error {
+	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
+		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
+	}
+	return err
+}
+
+// Register wraps the tt-whisper factory registered before (the mock Whisper runner's; call
+// it after mock.Register): a worker gets the real pipeline when MODEL_WEIGHTS_PATH holds the
+// vocabulary and the device can be opened from this worker; otherwise the earlier runner.
+func Register(reg *runners.Registry) {
+	fallback, _ := reg.Factory(mock.RunnerWhisper)
+	reg.Register(mock.RunnerWhisper, runners.ServiceAudio, factory(fallback))
+}
+
+func factory(fallback runners.Factory) runners.Factory {
+	return func(spec runners.WorkerSpec) (runners.Runner, error) {
+		why := usable(spec.Settings)
+		if why == "" {
+			r, err := New(configFor(spec))
+			switch {
+			case err == nil:
+				return r, nil
+			case errors.Is(err, ErrNoVocabulary):
+				why = err.Error()
+			default:
+				return nil, err
+			}
+		}
+		if fallback == nil {
+			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", mock.RunnerWhisper, why)
+		}
+		slog.Debug("whisper runner: using the mock Whisper runner", "worker", spec.WorkerID, "reason", why)
+		return fallback(spec)
+	}
+}
+
+// usable says why the real pipeline cannot serve a worker under these settings ("" if it can).
+func usable(s *config.Settings) string {
+	switch {
+	case s == nil:
+		return "no settings"
+	case s.ModelWeightsPath == "":
+		return "MODEL_WEIGHTS_PATH is not set"
+	case !s.Mock:
+		// The device programs are simulator manifests; compiled TT-Metal programs are not
+		// part of this build yet.
+		return "the Whisper device programs exist for the simulator only"
+	case s.WorkerIsolation != config.IsolationProcess && len(s.DeviceGroups) > 1 && ttnn.SharedParent() == nil:
+		// The simulator, like TT-Metal, opens one device per process.
+		return "several in-process device groups cannot each open the simulator"
+	}
+	return ""
+}
+
+// configFor is the runner configuration of one worker.
+func configFor(spec runners.WorkerSpec) Config {
+	s := spec.Settings
+	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
+	c := Config{WeightsDir: s.ModelWeightsPath, Backend: "sim", Device: DeviceOptions(mesh, s.TraceRegionSize), Logger: slog.Default()}
+	if ttnn.SharedParent() != nil {
+		c.Device.DeviceIDs = spec.Devices
+	}
+	// The simulator's time follows MOCK_AUDIO_SECONDS_PER_SECOND, as the mock runner's.
+	c.Device.SimLatencyScale = min(max(s.MockAudioLatency.Seconds()/(encoderLatency/segment.NFrames*segment.FramesPerSecond+tokensPerAudioSec*decoderLatency), 0), 1000)
+	return c
+}
