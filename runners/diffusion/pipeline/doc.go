@@ -1,6 +1,7 @@
-// Package pipeline is the host-side text-to-image pipeline over device programs: diffusers'
-// StableDiffusionXLPipeline (text-to-image, one image per request) with the text encoders,
-// the UNet step and the VAE decoder behind a Device.
+// Package pipeline holds the host-side text-to-image pipelines over device programs: diffusers'
+// StableDiffusionXLPipeline (Pipeline, over a Device) and StableDiffusion3Pipeline
+// (SD3Pipeline, over an SD3Device), text-to-image, one image per request, with the text
+// encoders, the denoiser step and the VAE decoder behind the device interface.
 //
 // Per request it tokenizes the prompts for both CLIP encoders, runs the encoders once over the
 // classifier-free-guidance batch (negative and positive prompt), adds SDXL's micro-conditioning
@@ -12,6 +13,17 @@
 // RGB image. The context is checked at every step boundary; a progress callback sees each
 // finished step.
 //
-// Device has two implementations: TTNNDevice (over the ttnn bridge, used with the
-// simulator's program manifests, see Programs) and, in tests, a fake that records the calls.
+// SD3.5 (SD3Pipeline) tokenizes the prompt for CLIP-L, CLIP-G and T5 (prompt_2 and prompt_3
+// default to the prompt, negative_prompt_2/3 to negative_prompt; the negative prompt is
+// encoded even when empty), runs the three encoders once, builds the joint prompt sequence
+// (the CLIP states zero-padded to T5's width, then T5's 256 tokens) and the pooled
+// projections, draws 16-channel latents from the seed, runs the MMDiT once per
+// FlowMatchEulerDiscrete step (shift 3.0) with classifier-free guidance, and decodes
+// latents/1.5305+0.0609 with the VAE.
+//
+// Hooks see every finished step with a lazily computed estimate of the final latents (for
+// streamed previews). Each device interface has two implementations: one over the ttnn
+// bridge (TTNNDevice, TTNNSD3Device) with the simulator's program manifests (Programs,
+// SD3Programs; the denoiser step captured once as a trace and replayed), and, in tests, a fake
+// that records the calls.
 package pipeline

@@ -91,6 +91,16 @@ type Tokenizer interface {
 // Progress is told after each finished denoising step (step 1..total).
 type Progress func(step, total int)
 
+// Hooks observe a generation between steps; the zero value observes nothing.
+type Hooks struct {
+	// Step, when not nil, is called after each finished denoising step (step 1..total).
+	// denoised returns the model's current estimate of the final latents (diffusers'
+	// pred_original_sample, one image [C, H, W] in the denoiser's latent space), computed only
+	// when called and valid until Step returns. A non-nil error stops the generation, which
+	// returns it.
+	Step func(step, total int, denoised func() []float32) error
+}
+
 // Pipeline generates images on one Device. It serves one request at a time.
 type Pipeline struct {
 	dev   Device
@@ -148,6 +158,15 @@ func (p *Pipeline) Schedule(req Request) (*schedulers.EulerSchedule, error) {
 // encoders, before every UNet step and before the VAE; a cancelled request returns ctx's
 // error. progress may be nil.
 func (p *Pipeline) Generate(ctx context.Context, req Request, progress Progress) (*image.NRGBA, error) {
+	var h Hooks
+	if progress != nil {
+		h.Step = func(step, total int, _ func() []float32) error { progress(step, total); return nil }
+	}
+	return p.GenerateWith(ctx, req, h)
+}
+
+// GenerateWith is Generate with hooks called between the steps.
+func (p *Pipeline) GenerateWith(ctx context.Context, req Request, hooks Hooks) (*image.NRGBA, error) {
 	if math.IsNaN(req.GuidanceScale) || math.IsInf(req.GuidanceScale, 0) ||
 		!(req.GuidanceRescale >= 0 && req.GuidanceRescale <= 1) {
 		return nil, fmt.Errorf("%w: guidance_scale %v, guidance_rescale %v", runners.ErrBadRequest, req.GuidanceScale, req.GuidanceRescale)
@@ -182,6 +201,10 @@ func (p *Pipeline) Generate(ctx context.Context, req Request, progress Progress)
 	n, elems := sched.Len(), s.LatentElems()
 	in := make([]float32, cond.Batch*elems)
 	noise := make([]float32, elems)
+	var x0 []float32 // pred_original_sample, kept only for hooks
+	if hooks.Step != nil {
+		x0 = make([]float32, elems)
+	}
 	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -204,11 +227,13 @@ func (p *Pipeline) Generate(ctx context.Context, req Request, progress Progress)
 		} else {
 			copy(noise, out)
 		}
-		if err := sched.Step(x, nil, noise, x, i); err != nil {
+		if err := sched.Step(x, x0, noise, x, i); err != nil {
 			return nil, fmt.Errorf("pipeline: scheduler step %d: %w", i, err)
 		}
-		if progress != nil {
-			progress(i+1, n)
+		if hooks.Step != nil {
+			if err := hooks.Step(i+1, n, func() []float32 { return x0 }); err != nil {
+				return nil, err
+			}
 		}
 	}
 

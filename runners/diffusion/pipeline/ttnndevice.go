@@ -157,22 +157,29 @@ func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNDev
 // load writes the manifest, with its mesh line set to the device's mesh, and loads it with
 // retained inputs.
 func (d *TTNNDevice) load(ctx context.Context, set fs.FS, name string) (*program, error) {
+	return loadProgram(ctx, d.dev, d.dir, set, name)
+}
+
+// loadProgram writes set's manifest name to dir with its mesh line set to dev's mesh, loads
+// it and allocates its inputs as retained device tensors. On error the returned program (if
+// not nil) holds what was made, for the caller to free.
+func loadProgram(ctx context.Context, dev *ttnn.Device, dir string, set fs.FS, name string) (*program, error) {
 	src, err := fs.ReadFile(set, name+".ttbsim")
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: program %s: %w", name, err)
 	}
-	mesh := d.dev.Info().Mesh
+	mesh := dev.Info().Mesh
 	lines := strings.Split(string(src), "\n")
 	for i, l := range lines {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
 			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
 		}
 	}
-	path := filepath.Join(d.dir, name+".ttbsim")
+	path := filepath.Join(dir, name+".ttbsim")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
 		return nil, fmt.Errorf("pipeline: program %s: %w", name, err)
 	}
-	prog, err := d.dev.LoadProgram(ctx, path)
+	prog, err := dev.LoadProgram(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: load program %s: %w", name, deviceErr(err))
 	}
@@ -183,7 +190,7 @@ func (d *TTNNDevice) load(ctx context.Context, set fs.FS, name string) (*program
 	}
 	p.fn = fns[0]
 	for _, in := range p.fn.Inputs {
-		t, err := d.dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
+		t, err := dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
 		if err != nil {
 			return p, fmt.Errorf("pipeline: allocate %s input %s: %w", name, in, deviceErr(err))
 		}
@@ -341,11 +348,11 @@ func (d *TTNNDevice) Encode(ctx context.Context, prompts []clip.SDXLInputs) (Emb
 			}
 		}
 	}
-	h1, err := d.runRead(ctx, d.enc1, ids[0], "hidden_states")
+	h1, err := runRead(ctx, d.enc1, ids[0], "hidden_states")
 	if err != nil {
 		return Embeds{}, err
 	}
-	out2, err := d.runRead(ctx, d.enc2, ids[1], "hidden_states", "text_embeds")
+	out2, err := runRead(ctx, d.enc2, ids[1], "hidden_states", "text_embeds")
 	if err != nil {
 		return Embeds{}, err
 	}
@@ -361,7 +368,7 @@ func (d *TTNNDevice) Encode(ctx context.Context, prompts []clip.SDXLInputs) (Emb
 }
 
 // runRead writes the program's single input, runs it and reads the named outputs.
-func (d *TTNNDevice) runRead(ctx context.Context, p *program, in []byte, outputs ...string) ([][]float32, error) {
+func runRead(ctx context.Context, p *program, in []byte, outputs ...string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -397,16 +404,16 @@ func readBF16(ctx context.Context, t *ttnn.Tensor, desc ttnn.TensorDesc) ([]floa
 	return v, nil
 }
 
-// writeRows writes b rows of src into a bf16 tensor of the programs' batch, repeating the
+// writeRows writes b rows of src into a bf16 or f32 tensor of batch rows, repeating the
 // last row to fill it.
-func (d *TTNNDevice) writeRows(ctx context.Context, t *ttnn.Tensor, src []float32, b int, dt ttnn.DType) error {
+func writeRows(ctx context.Context, t *ttnn.Tensor, src []float32, b, batch int, dt ttnn.DType) error {
 	desc := t.Desc()
-	row := desc.Elements() / d.batch
+	row := desc.Elements() / batch
 	if len(src) != b*row {
 		return fmt.Errorf("pipeline: %s: %d values for %d rows of %d", desc.Name, len(src), b, row)
 	}
 	full := make([]float32, 0, desc.Elements())
-	for r := range d.batch {
+	for r := range batch {
 		k := min(r, b-1)
 		full = append(full, src[k*row:(k+1)*row]...)
 	}
@@ -440,7 +447,7 @@ func (d *TTNNDevice) UNet(ctx context.Context, sample []float32, t float32, cond
 		if err != nil {
 			return err
 		}
-		return d.writeRows(ctx, tn, src, rows, desc.DType)
+		return writeRows(ctx, tn, src, rows, d.batch, desc.DType)
 	}
 	if cond != d.lastCond {
 		d.lastCond = nil
@@ -490,7 +497,7 @@ func (d *TTNNDevice) VAE(ctx context.Context, lat []float32) ([]float32, error) 
 	}
 	buf := make([]byte, 2*len(lat))
 	putBF16(buf, lat)
-	out, err := d.runRead(ctx, d.vae, buf, "image")
+	out, err := runRead(ctx, d.vae, buf, "image")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,543 @@
+// Package runner is the runners.Runner of the real SDXL (MODEL_RUNNER=tt-sdxl-trace) and
+// SD3.5 (tt-sd3.5) host pipelines of runners/diffusion/pipeline on a ttnn device: it loads
+// the tokenizers from MODEL_WEIGHTS_PATH (Hugging Face layout: tokenizer/, tokenizer_2/,
+// tokenizer_3/), opens the device with the Python runners' options at warm-up, loads the
+// pipeline's device programs (encoders, the traced denoiser step, the VAE), runs the warm-up
+// inference, and then serves image requests: progress after every step, streamed latent
+// previews for partial_images, cancellation at every step boundary.
+//
+// Register wraps the registry's existing factories for those names: without the tokenizer
+// files, or where the simulator cannot serve this worker, the factory falls back to the one
+// registered before (the mock image runner), so image generation works on a fresh machine.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
+	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+// Errors of this package.
+var (
+	// ErrNoTokenizer means the weights directory lacks the CLIP tokenizer files.
+	ErrNoTokenizer = errors.New("diffusion runner: no CLIP tokenizer (tokenizer/vocab.json and merges.txt, or bpe_simple_vocab_16e6.txt.gz)")
+	// ErrClosed is returned by a runner used after Close.
+	ErrClosed = errors.New("diffusion runner closed")
+	// ErrNotWarm is returned by Run before a successful Warmup.
+	ErrNotWarm = errors.New("diffusion runner not warmed up")
+)
+
+// Model is which pipeline a runner drives.
+type Model int
+
+// The two pipelines.
+const (
+	SDXL Model = iota
+	SD35
+)
+
+func (m Model) String() string {
+	if m == SD35 {
+		return mock.RunnerSD35
+	}
+	return mock.RunnerSDXL
+}
+
+// Device options of the Python runners (see runners/mock/device.go and ttnn-notes §2.4).
+const (
+	sdxlL1Small     = 32768
+	sd35L1Small     = 32768
+	sd35TraceRegion = 25_000_000
+	// defaultTraceSetting is TRACE_REGION_SIZE's default; another value overrides the model's.
+	defaultTraceSetting = 34_541_598
+	// Unscaled sim latency of one denoiser step (the manifests'), to map MOCK_STEP_SECONDS.
+	sdxlStepLatency = 190.3e-3
+	sd35StepLatency = 625e-3
+	// sd35Guidance is the TT SD3.5 pipeline's default guidance; the Python runner ignores the
+	// request's guidance_scale, as this one does.
+	sd35Guidance = 3.5
+	// previewScale upscales the latent preview (1/8 of the image side) to a quarter of the
+	// side, the mock runner's preview size.
+	previewScale = 2
+	// defaultSteps is NUM_INFERENCE_STEPS's default.
+	defaultSteps = 20
+)
+
+// Config configures one runner.
+type Config struct {
+	Model Model
+	// WeightsDir is the model directory in Hugging Face layout (tokenizer/, tokenizer_3/).
+	WeightsDir string
+	// Backend is the ttnn backend ("sim" or "metal"; "" = "sim").
+	Backend string
+	// Device are the device open options; DeviceOptions gives the Python runner's.
+	Device ttnn.Options
+	// Devices are the group's chips: under a shared parent mesh (ttnn.ShareParent, in
+	// process) the runner opens the submesh of these chips.
+	Devices []int
+	// Programs is the device program set; nil means the pipeline's full-size set.
+	Programs fs.FS
+	// DefaultSteps is used for requests without num_inference_steps (0 = 20).
+	DefaultSteps int
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// DeviceOptions returns the Python runner's device options for model on mesh: l1_small_size
+// 32768; SDXL with TRACE_REGION_SIZE (default 34,541,598), SD3.5 with a 25 MB trace region
+// (unless TRACE_REGION_SIZE is set to another value) and FABRIC_1D on a multi-chip mesh.
+func DeviceOptions(model Model, mesh ttnn.MeshShape, traceSetting int) ttnn.Options {
+	if mesh.Chips() == 0 {
+		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
+	}
+	o := ttnn.Options{Mesh: mesh, CommandQueues: 1, ProgramCache: true, L1SmallSize: sdxlL1Small,
+		TraceRegionSize: uint64(max(traceSetting, 0))}
+	if traceSetting == 0 {
+		o.TraceRegionSize = defaultTraceSetting
+	}
+	if model == SD35 {
+		o.L1SmallSize = sd35L1Small
+		if traceSetting == defaultTraceSetting || traceSetting == 0 {
+			o.TraceRegionSize = sd35TraceRegion
+		}
+		if mesh.Chips() > 1 {
+			o.Fabric = ttnn.Fabric1D
+		}
+	}
+	return o
+}
+
+// tokenizers are what a runner loads from the weights directory.
+type tokenizers struct {
+	clip *clip.Tokenizer
+	t5   pipeline.T5Tokenizer // nil: SD3.5 runs without T5 (zero embeddings)
+}
+
+// loadT5 loads tokenizer_3; nil when this build has no T5 tokenizer.
+var loadT5 func(dir string) (pipeline.T5Tokenizer, error)
+
+// bpeFile is the original CLIP vocabulary file name (OpenAI's CLIP repository).
+const bpeFile = "bpe_simple_vocab_16e6.txt.gz"
+
+// loadCLIP reads the CLIP tokenizer from dir/tokenizer (Hugging Face's vocab.json and
+// merges.txt), or else from the original bpe_simple_vocab_16e6.txt.gz in dir/tokenizer or dir.
+func loadCLIP(dir string) (*clip.Tokenizer, error) {
+	cdir := filepath.Join(dir, "tokenizer")
+	_, errV := os.Stat(filepath.Join(cdir, "vocab.json"))
+	_, errM := os.Stat(filepath.Join(cdir, "merges.txt"))
+	if errV == nil && errM == nil {
+		return clip.LoadHFDir(cdir)
+	}
+	for _, p := range []string{filepath.Join(cdir, bpeFile), filepath.Join(dir, bpeFile)} {
+		if _, err := os.Stat(p); err == nil {
+			return clip.LoadBPEFile(p)
+		}
+	}
+	return nil, fmt.Errorf("%w in %q", ErrNoTokenizer, dir)
+}
+
+// loadTokenizers reads the CLIP tokenizer and, for SD3.5, tokenizer_3/ when present.
+func loadTokenizers(model Model, dir string) (tokenizers, error) {
+	var tk tokenizers
+	var err error
+	if tk.clip, err = loadCLIP(dir); err != nil {
+		if errors.Is(err, ErrNoTokenizer) {
+			return tk, err
+		}
+		return tk, fmt.Errorf("diffusion runner: %w", err)
+	}
+	if model == SD35 && loadT5 != nil {
+		t5dir := filepath.Join(dir, "tokenizer_3")
+		if _, err := os.Stat(t5dir); err == nil {
+			if tk.t5, err = loadT5(t5dir); err != nil {
+				return tk, fmt.Errorf("diffusion runner: tokenizer_3: %w", err)
+			}
+		}
+	}
+	return tk, nil
+}
+
+// Runner is the SDXL or SD3.5 runner on one device group.
+type Runner struct {
+	cfg Config
+	tok tokenizers
+	log *slog.Logger
+
+	mu      sync.Mutex // guards the fields below against Close during Run
+	dev     *ttnn.Device
+	subs    []*ttnn.Device               // the two CFG submeshes of a multi-chip mesh
+	closers []interface{ Close() error } // the pipeline's devices
+	sdxl    *pipeline.Pipeline
+	sd35    *pipeline.SD3Pipeline
+	spec    [3]int // latent channels, height, width
+	closed  bool
+}
+
+// New loads the tokenizers; the device is opened by Warmup.
+func New(cfg Config) (*Runner, error) {
+	tok, err := loadTokenizers(cfg.Model, cfg.WeightsDir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DefaultSteps <= 0 {
+		cfg.DefaultSteps = defaultSteps
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Model == SD35 && tok.t5 == nil {
+		log.Warn("SD3.5 without a T5 tokenizer: T5 embeddings are zeros", "weights", cfg.WeightsDir)
+	}
+	return &Runner{cfg: cfg, tok: tok, log: log}, nil
+}
+
+// Warmup opens the device, loads the programs (capturing the denoiser trace) and runs the
+// Python runner's warm-up request.
+func (r *Runner) Warmup(ctx context.Context) (err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if r.dev != nil {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			_ = r.closeDevice()
+			err = fmt.Errorf("%s warm-up: %w", r.cfg.Model, err)
+		}
+	}()
+	if err := ttnn.Init(r.cfg.Backend); err != nil {
+		return fmt.Errorf("device backend: %w", err)
+	}
+	opts := r.cfg.Device
+	if ttnn.SharedParent() != nil && opts.DeviceIDs == nil {
+		opts.DeviceIDs = r.cfg.Devices
+	}
+	if r.dev, err = ttnn.Open(ctx, opts); err != nil {
+		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d): %w",
+			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, lost(err))
+	}
+	// On a multi-chip mesh the two guidance halves run on two submeshes at once.
+	devs := []*ttnn.Device{r.dev}
+	if half, offs, ok := cfgSplit(opts.Mesh); ok {
+		for _, off := range offs {
+			sub, err := r.dev.Submesh(ctx, half, off)
+			if err != nil {
+				return fmt.Errorf("CFG submesh %v at %v: %w", half, off, lost(err))
+			}
+			r.subs = append(r.subs, sub)
+		}
+		devs = r.subs
+	}
+	set := r.cfg.Programs
+	switch r.cfg.Model {
+	case SD35:
+		if set == nil {
+			set = pipeline.SD3Programs()
+		}
+		var ds []*pipeline.TTNNSD3Device
+		for _, dev := range devs {
+			d, err := pipeline.NewTTNNSD3Device(ctx, dev, set)
+			if err != nil {
+				return err
+			}
+			r.closers = append(r.closers, d)
+			ds = append(ds, d)
+		}
+		var dev pipeline.SD3Device = ds[0]
+		if len(ds) == 2 {
+			if dev, err = pipeline.NewSD3CFGSplit(ds[0], ds[1]); err != nil {
+				return err
+			}
+		}
+		s := dev.Spec()
+		r.spec = [3]int{s.LatentChannels, s.LatentHeight, s.LatentWidth}
+		if r.sd35, err = pipeline.NewSD3(dev, r.tok.clip, r.tok.t5, pipeline.SD35Config()); err != nil {
+			return err
+		}
+	default:
+		if set == nil {
+			set = pipeline.Programs()
+		}
+		var ds []*pipeline.TTNNDevice
+		for _, dev := range devs {
+			d, err := pipeline.NewTTNNDevice(ctx, dev, set)
+			if err != nil {
+				return err
+			}
+			r.closers = append(r.closers, d)
+			ds = append(ds, d)
+		}
+		var dev pipeline.Device = ds[0]
+		if len(ds) == 2 {
+			if dev, err = pipeline.NewCFGSplit(ds[0], ds[1]); err != nil {
+				return err
+			}
+		}
+		s := dev.Spec()
+		r.spec = [3]int{s.LatentChannels, s.LatentHeight, s.LatentWidth}
+		if r.sdxl, err = pipeline.New(dev, r.tok.clip, pipeline.SDXLConfig()); err != nil {
+			return err
+		}
+	}
+	// The Python runners' warm-up requests (one step).
+	seed := int64(0)
+	warm := &runners.ImageRequest{Prompt: "Sunrise on a beach", NumInferenceSteps: 1, Seed: &seed}
+	if r.cfg.Model == SDXL {
+		warm.Prompt2, warm.NegativePrompt, warm.NegativePrompt2 = "Mountains in the background", "low resolution", "blurry"
+		warm.GuidanceScale, warm.GuidanceRescale = 5.0, 0.7
+	}
+	if _, err := r.generate(ctx, runners.Task{Ctx: ctx, Request: warm}, warm); err != nil {
+		return fmt.Errorf("warm-up inference: %w", err)
+	}
+	r.log.Info("diffusion runner warm", "runner", r.cfg.Model.String(), "mesh", opts.Mesh.String(),
+		"cfg_parallel", len(r.subs) == 2, "latents", r.spec, "t5", r.tok.t5 != nil)
+	return nil
+}
+
+// Run generates one image per task, one task after the other on the device (the programs'
+// batch is the guidance pair of one request). Each task runs under its own context, also
+// ended by ctx.
+func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]runners.Outcome, len(tasks))
+	for i, t := range tasks {
+		switch {
+		case r.closed:
+			out[i].Err = ErrClosed
+			continue
+		case r.dev == nil:
+			out[i].Err = ErrNotWarm
+			continue
+		}
+		out[i] = r.runTask(ctx, t)
+	}
+	return out
+}
+
+func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", r.cfg.Model, p)}
+		}
+	}()
+	req, ok := t.Request.(*runners.ImageRequest)
+	if !ok || req == nil {
+		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.cfg.Model, t.Request)}
+	}
+	parent := t.Ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	tctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer stop()
+	img, err := r.generate(tctx, t, req)
+	if err != nil {
+		return runners.Outcome{Err: err}
+	}
+	return runners.Outcome{Value: &runners.ImageResult{Images: []image.Image{img}}}
+}
+
+// generate runs one request on the pipeline with progress and previews.
+func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.ImageRequest) (image.Image, error) {
+	var at []int // steps after which a preview is due
+	sent := 0
+	hooks := pipeline.Hooks{Step: func(step, total int, denoised func() []float32) error {
+		if t.Progress != nil {
+			t.Progress(step, total)
+		}
+		if step == 1 && t.Emit != nil {
+			at = preview.Steps(total, req.PartialImages)
+		}
+		if sent >= len(at) || at[sent] != step {
+			return nil
+		}
+		img, err := preview.Render(denoised(), r.spec[0], r.spec[1], r.spec[2], previewScale)
+		if err != nil {
+			return fmt.Errorf("%s: preview: %w", r.cfg.Model, err)
+		}
+		if err := t.Emit(&runners.ImagePartial{Index: sent, Step: step, Steps: total, Image: img}); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("%s: partial image %d after step %d: %w", r.cfg.Model, sent, step, errors.Join(err, cerr))
+			}
+			at = nil // the stream cannot carry previews: finish the image without them
+		}
+		sent++
+		return nil
+	}}
+	steps := req.NumInferenceSteps
+	if steps <= 0 {
+		steps = r.cfg.DefaultSteps
+	}
+	var (
+		img *image.NRGBA
+		err error
+	)
+	if r.cfg.Model == SD35 {
+		// As the Python SD3.5 runner: guidance_scale, prompt_2, timesteps and sigmas are not
+		// used (the pipeline's defaults), and a missing seed means 0.
+		seed := int64(0)
+		if req.Seed != nil {
+			seed = *req.Seed
+		}
+		img, err = r.sd35.Generate(ctx, pipeline.SD3Request{Prompt: req.Prompt, NegativePrompt: req.NegativePrompt,
+			Steps: steps, GuidanceScale: sd35Guidance, Seed: &seed}, hooks)
+	} else {
+		pr := pipeline.RequestFrom(req)
+		pr.Steps = steps
+		img, err = r.sdxl.GenerateWith(ctx, pr, hooks)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
+	}
+	return img, nil
+}
+
+// Close releases the programs and the device; it is idempotent.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return r.closeDevice()
+}
+
+func (r *Runner) closeDevice() error {
+	var errs []error
+	for _, c := range r.closers {
+		errs = append(errs, c.Close())
+	}
+	r.closers = nil
+	for _, d := range append(r.subs, r.dev) {
+		if d == nil {
+			continue
+		}
+		if err := d.Close(); err != nil && !errors.Is(err, ttnn.ErrDeviceLost) && !errors.Is(err, ttnn.ErrTimeout) {
+			errs = append(errs, err)
+		}
+	}
+	r.subs, r.dev = nil, nil
+	r.sdxl, r.sd35 = nil, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: close: %w", r.cfg.Model, err)
+	}
+	return nil
+}
+
+// cfgSplit says how a mesh of two or more chips is cut into the two classifier-free-guidance
+// submeshes: along the columns when their number is even (the SD3.5 demo's cfg axis 1:
+// (2,4) -> two (2,2), (4,8) -> two (4,4)), else along the rows (TP2's (2,1) -> two (1,1)).
+func cfgSplit(mesh ttnn.MeshShape) (half ttnn.MeshShape, offsets []ttnn.MeshCoord, ok bool) {
+	switch {
+	case mesh.Chips() < 2:
+		return ttnn.MeshShape{}, nil, false
+	case mesh.Cols%2 == 0:
+		half = ttnn.MeshShape{Rows: mesh.Rows, Cols: mesh.Cols / 2}
+		return half, []ttnn.MeshCoord{{Row: 0, Col: 0}, {Row: 0, Col: half.Cols}}, true
+	case mesh.Rows%2 == 0:
+		half = ttnn.MeshShape{Rows: mesh.Rows / 2, Cols: mesh.Cols}
+		return half, []ttnn.MeshCoord{{Row: 0, Col: 0}, {Row: half.Rows, Col: 0}}, true
+	}
+	return ttnn.MeshShape{}, nil, false
+}
+
+// lost marks a lost device or a dispatch timeout as runners.ErrDeviceLost.
+func lost(err error) error {
+	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
+		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
+	}
+	return err
+}
+
+// Register wraps the factories of tt-sdxl-trace and tt-sd3.5 registered before (the mock
+// image runner's; call it after mock.Register): a worker gets the real pipeline when
+// MODEL_WEIGHTS_PATH holds the tokenizers and the device can be opened from this worker (a
+// worker process, or one device group, or a shared parent mesh); otherwise the earlier
+// factory's runner.
+func Register(reg *runners.Registry) {
+	for _, m := range []Model{SDXL, SD35} {
+		name := m.String()
+		fallback, _ := reg.Factory(name)
+		reg.Register(name, runners.ServiceImage, factory(m, fallback))
+	}
+}
+
+func factory(m Model, fallback runners.Factory) runners.Factory {
+	return func(spec runners.WorkerSpec) (runners.Runner, error) {
+		s := spec.Settings
+		why := usable(s)
+		var r *Runner
+		if why == "" {
+			var err error
+			r, err = New(configFor(m, spec))
+			switch {
+			case errors.Is(err, ErrNoTokenizer):
+				why = err.Error()
+			case err != nil:
+				return nil, err
+			}
+		}
+		if r != nil {
+			slog.Info("diffusion runner: real pipeline on the device", "runner", m.String(), "worker", spec.WorkerID,
+				"weights", s.ModelWeightsPath, "t5", r.tok.t5 != nil)
+			return r, nil
+		}
+		if fallback == nil {
+			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", m, why)
+		}
+		slog.Info("diffusion runner: using the mock image runner", "runner", m.String(), "worker", spec.WorkerID, "reason", why)
+		return fallback(spec)
+	}
+}
+
+// usable says why the real pipeline cannot serve a worker under these settings ("" if it can).
+func usable(s *config.Settings) string {
+	switch {
+	case s == nil:
+		return "no settings"
+	case s.ModelWeightsPath == "":
+		return "MODEL_WEIGHTS_PATH is not set"
+	case !s.Mock:
+		// The device programs are simulator manifests; compiled TT-Metal programs are not
+		// part of this build yet.
+		return "the pipeline's device programs exist for the simulator only"
+	case s.WorkerIsolation != config.IsolationProcess && len(s.DeviceGroups) > 1 && ttnn.SharedParent() == nil:
+		// The simulator, like TT-Metal, opens one device per process.
+		return "several in-process device groups cannot each open the simulator"
+	}
+	return ""
+}
+
+// configFor is the runner configuration of one worker.
+func configFor(m Model, spec runners.WorkerSpec) Config {
+	s := spec.Settings
+	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
+	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps,
+		Device: DeviceOptions(m, mesh, s.TraceRegionSize), Devices: spec.Devices, Logger: slog.Default()}
+	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the mock runner's.
+	step := sdxlStepLatency
+	if m == SD35 {
+		step = sd35StepLatency
+	}
+	c.Device.SimLatencyScale = min(max(s.MockStepLatency.Seconds()/step, 0), 1000)
+	return c
+}
