@@ -59,6 +59,7 @@ type rawEnv struct {
 	ImageQuality      envInt `envconfig:"IMAGE_QUALITY" default:"85"`
 
 	AllowAudioPreprocessing envBool  `envconfig:"ALLOW_AUDIO_PREPROCESSING" default:"true"`
+	AllowAudioFanout        envBool  `envconfig:"ALLOW_AUDIO_FANOUT" default:"true"`
 	MaxAudioDuration        envFloat `envconfig:"MAX_AUDIO_DURATION_SECONDS" default:"60.0"`
 	MaxAudioDurationPre     envFloat `envconfig:"MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS" default:"300.0"`
 	MaxAudioSizeBytes       envInt   `envconfig:"MAX_AUDIO_SIZE_BYTES" default:"52428800"`

@@ -211,6 +211,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MaxAudioSizeBytes:                 int64(r.MaxAudioSizeBytes),
 		DefaultSampleRate:                 int(r.DefaultSampleRate),
 		AllowAudioPreprocessing:           bool(r.AllowAudioPreprocessing),
+		AllowAudioFanout:                  bool(r.AllowAudioFanout),
 
 		MockWarmup:       time.Duration(r.MockWarmup),
 		MockStepLatency:  time.Duration(r.MockStepLatency),

@@ -72,6 +72,7 @@ func TestDefaults(t *testing.T) {
 		require.Equal(t, int64(52428800), s.MaxAudioSizeBytes)
 		require.Equal(t, 16000, s.DefaultSampleRate)
 		require.True(t, s.AllowAudioPreprocessing)
+		require.True(t, s.AllowAudioFanout)
 		require.Equal(t, time.Second, s.MockWarmup)
 		require.Equal(t, 50*time.Millisecond, s.MockStepLatency)
 		require.Equal(t, 20*time.Millisecond, s.MockAudioLatency)
@@ -145,6 +146,7 @@ func TestParsing(t *testing.T) {
 		{"MAX_AUDIO_SIZE_BYTES", "1024", func(s *Settings) any { return s.MaxAudioSizeBytes }, int64(1024)},
 		{"DEFAULT_SAMPLE_RATE", "8000", func(s *Settings) any { return s.DefaultSampleRate }, 8000},
 		{"ALLOW_AUDIO_PREPROCESSING", "off", func(s *Settings) any { return s.AllowAudioPreprocessing }, false},
+		{"ALLOW_AUDIO_FANOUT", "false", func(s *Settings) any { return s.AllowAudioFanout }, false},
 		{"MOCK_WARMUP_SECONDS", "0", func(s *Settings) any { return s.MockWarmup }, time.Duration(0)},
 		{"MOCK_STEP_SECONDS", "0.001", func(s *Settings) any { return s.MockStepLatency }, time.Millisecond},
 		{"MOCK_AUDIO_SECONDS_PER_SECOND", "0.1", func(s *Settings) any { return s.MockAudioLatency }, 100 * time.Millisecond},
@@ -504,7 +506,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 62)
+	require.Len(t, vars, 63)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

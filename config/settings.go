@@ -80,6 +80,10 @@ type Settings struct {
 	MaxAudioSizeBytes                 int64   // MAX_AUDIO_SIZE_BYTES (52428800)
 	DefaultSampleRate                 int     // DEFAULT_SAMPLE_RATE (16000)
 	AllowAudioPreprocessing           bool    // ALLOW_AUDIO_PREPROCESSING (true)
+	// AllowAudioFanout is ALLOW_AUDIO_FANOUT (true): a pre-processed transcription whose speech
+	// spans more than one 30 s chunk is split into one job per chunk, spread over the workers
+	// and merged in order (scheduler/fanout). false: one job per request, as Python.
+	AllowAudioFanout bool
 
 	// Mock device latency model (mock-device mode only).
 	MockWarmup       time.Duration // MOCK_WARMUP_SECONDS, default 1.0
@@ -197,6 +201,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MAX_AUDIO_SIZE_BYTES":                          s.MaxAudioSizeBytes,
 		"DEFAULT_SAMPLE_RATE":                           s.DefaultSampleRate,
 		"ALLOW_AUDIO_PREPROCESSING":                     s.AllowAudioPreprocessing,
+		"ALLOW_AUDIO_FANOUT":                            s.AllowAudioFanout,
 		"MOCK_WARMUP_SECONDS":                           s.MockWarmup.Seconds(),
 		"MOCK_STEP_SECONDS":                             s.MockStepLatency.Seconds(),
 		"MOCK_AUDIO_SECONDS_PER_SECOND":                 s.MockAudioLatency.Seconds(),

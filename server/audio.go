@@ -208,7 +208,7 @@ func (s *Server) handleAudio(c *gin.Context) {
 	}
 	start := time.Now()
 	if !req.Stream {
-		v, err := s.pool(runners.ServiceAudio).Sched.Submit(c.Request.Context(), req, nil)
+		v, err := s.transcribe(c, req, nil)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -307,7 +307,7 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		}
 		return writeLine(ch)
 	}
-	v, err := s.submitStreaming(c.Request.Context(), runners.ServiceAudio, req, writeChunk)
+	v, err := s.transcribe(c, req, writeChunk)
 	switch {
 	case errors.Is(err, errStreamWrite):
 		return false

@@ -72,6 +72,9 @@ type Server struct {
 	idem    *idempotencyStore
 	limits  *rateLimiter
 	conns   connTracker
+	// fanoutChunkSeconds bounds a fanned-out transcription's chunks (0: 30 s, Whisper's
+	// window); a seam for tests, which use shorter audio.
+	fanoutChunkSeconds float64
 }
 
 // connTracker remembers connections that have not sent a request yet. http.Server.Shutdown
