@@ -52,10 +52,12 @@ var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 // model, prompt, response_format and temperature; like OpenAI's schema, other fields are
 // ignored there. Unknown fields are ignored too; is_preprocessing_enabled is our extension.
 //
-// Accepted and not acted upon (documented): prompt (the runner takes no prompt yet),
-// temperature (decoding is greedy), chunking_strategy (VAD pre-processing always runs when
-// ALLOW_AUDIO_PREPROCESSING is on). Refused: include[]=logprobs (no token log-probabilities
-// from the runner) and diarized_json.
+// language, prompt, temperature and the task go to the runner in runners.AudioRequest (the
+// mock runner ignores them; the Whisper runner decodes with them). chunking_strategy turns
+// VAD pre-processing (and with it fan-out, see audio_fanout.go) on, like
+// is_preprocessing_enabled=true, which is already the default; its server_vad numbers are
+// accepted and not acted upon, and sending it with is_preprocessing_enabled=false is a 400.
+// Refused: include[]=logprobs (no token log-probabilities from the runner) and diarized_json.
 func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAIAudioRequest, error) {
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
@@ -68,6 +70,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 	req := &openAIAudioRequest{task: task, responseFormat: "json", preprocessing: true}
 	var (
 		gotFile, gotModel, gotGranularities bool
+		gotPreprocessing                    bool
 		granularities, include              []string
 		chunking                            = map[string]string{}
 	)
@@ -132,7 +135,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 			if name == "stream" {
 				req.stream = b
 			} else {
-				req.preprocessing = b
+				req.preprocessing, gotPreprocessing = b, true
 			}
 		case name == "chunking_strategy":
 			chunking["type"] = strings.TrimSpace(v)
@@ -173,8 +176,14 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 	if len(include) > 0 {
 		return nil, invalidParam("include", "include %q is not available: this model reports no token log-probabilities", include[0])
 	}
-	if t, ok := chunking["type"]; ok && t != "auto" && t != "server_vad" {
-		return nil, invalidParam("chunking_strategy", "chunking_strategy must be \"auto\" or {\"type\": \"server_vad\"}, got %q", t)
+	if t, ok := chunking["type"]; ok {
+		if t != "auto" && t != "server_vad" {
+			return nil, invalidParam("chunking_strategy", "chunking_strategy must be \"auto\" or {\"type\": \"server_vad\"}, got %q", t)
+		}
+		if gotPreprocessing && !req.preprocessing {
+			return nil, invalidParam("chunking_strategy", "chunking_strategy needs VAD pre-processing, but is_preprocessing_enabled=false was sent")
+		}
+		req.preprocessing = true
 	}
 	if req.stream && req.responseFormat != "json" && req.responseFormat != "text" {
 		return nil, invalidParam("stream", "stream=true needs response_format json or text, got %q", req.responseFormat)
@@ -195,6 +204,7 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 			s.failOpenAI(c, err)
 			return
 		}
+		ar.Language, ar.Task, ar.Prompt, ar.Temperature = req.language, task, req.prompt, req.temperature
 		start := time.Now()
 		if req.stream {
 			if s.streamOpenAI(c, ar) {
@@ -202,7 +212,7 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 			}
 			return
 		}
-		v, err := s.pool(runners.ServiceAudio).Sched.Submit(c.Request.Context(), ar, nil)
+		v, err := s.transcribe(c, ar, nil)
 		if err != nil {
 			s.failOpenAI(c, err)
 			return
@@ -221,11 +231,12 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 	}
 }
 
-// checkTranslation refuses a translation the runner cannot do: it has no translate task
-// yet, so only speech that is already English (where Whisper's translation is the
-// transcription) is answered; anything else is a 501 instead of a mislabelled transcript.
+// checkTranslation refuses a translation the runner did not do: a runner that translated
+// says so in the result's task; from one that only transcribes (the mock), speech that is
+// already English (where Whisper's translation is the transcription) is answered, anything
+// else is a 501 instead of a mislabelled transcript.
 func checkTranslation(task string, res *runners.TranscriptionResult) error {
-	if task != taskTranslate {
+	if task != taskTranslate || res.Task == taskTranslate {
 		return nil
 	}
 	lang := strings.ToLower(res.Language)
@@ -248,9 +259,9 @@ func writeTranscript(c *gin.Context, req *openAIAudioRequest, res *runners.Trans
 		c.Data(http.StatusOK, "text/vtt; charset=utf-8", []byte(formatVTT(transcriptSpans(res))))
 	case "verbose_json":
 		if req.words {
-			c.Header("X-Word-Timestamps", "segment-bounds")
+			c.Header("X-Word-Timestamps", "unavailable")
 		}
-		writeJSON(c, http.StatusOK, verboseJSON(req.task, res, req.segments, req.words))
+		writeJSON(c, http.StatusOK, verboseJSON(req.task, res, req.segments))
 	default:
 		out := simpleTranscript{Text: res.Text}
 		if req.task == taskTranscribe {
@@ -323,7 +334,7 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 		deltas++
 		return event(sseDelta{Type: "transcript.text.delta", Delta: text})
 	}
-	v, err := s.submitStreaming(c.Request.Context(), runners.ServiceAudio, req, delta)
+	v, err := s.transcribe(c, req, delta)
 	if errors.Is(err, errStreamWrite) {
 		return false
 	}

@@ -35,11 +35,13 @@ func transcriptSpans(res *runners.TranscriptionResult) []transcriptSpan {
 	return out
 }
 
-// verboseSegment is OpenAI's TranscriptionSegment. Fields the runner does not report yet are
-// honest placeholders, never invented numbers:
-//   - tokens: [] (the runner returns text, not token ids);
-//   - temperature: 0, the greedy decoding every runner here does (no temperature fallback);
-//   - avg_logprob, no_speech_prob: null (not reported by the runner);
+// verboseSegment is OpenAI's TranscriptionSegment. A segment the runner decoded (it reports
+// the segment's tokens: the Whisper runner) carries the decoder's own figures: seek, tokens,
+// temperature, avg_logprob, compression_ratio and no_speech_prob. A segment without them (the
+// mock runner, which has no decoder) gets honest placeholders, never invented numbers:
+//   - tokens: [];
+//   - temperature: 0;
+//   - avg_logprob, no_speech_prob: null (nothing measured them);
 //   - compression_ratio: computed from the segment text as Whisper does (bytes / zlib bytes);
 //   - seek: the segment's start in 10 ms mel frames (each VAD segment is its own window).
 type verboseSegment struct {
@@ -53,13 +55,6 @@ type verboseSegment struct {
 	AvgLogprob       *float64 `json:"avg_logprob"`
 	CompressionRatio float64  `json:"compression_ratio"`
 	NoSpeechProb     *float64 `json:"no_speech_prob"`
-}
-
-// verboseWord is OpenAI's TranscriptionWord.
-type verboseWord struct {
-	Word  string  `json:"word"`
-	Start float64 `json:"start"`
-	End   float64 `json:"end"`
 }
 
 // durationUsage is OpenAI's usage for duration-billed models: whole seconds, rounded up.
@@ -80,7 +75,6 @@ type verboseTranscript struct {
 	Duration float64          `json:"duration"`
 	Text     string           `json:"text"`
 	Segments []verboseSegment `json:"segments,omitempty"`
-	Words    []verboseWord    `json:"words,omitempty"`
 	Usage    *durationUsage   `json:"usage,omitempty"`
 }
 
@@ -91,11 +85,11 @@ type simpleTranscript struct {
 }
 
 // verboseJSON builds verbose_json as OpenAI shapes it for the granularities asked for:
-// segments unless only "word" was asked, words only when "word" was asked. Words carry the
-// bounds of the segment they belong to: the runner reports no word timings yet, so the
-// only true statement about a word's time is its segment's (the response says so in the
-// X-Word-Timestamps header).
-func verboseJSON(task string, res *runners.TranscriptionResult, segments, words bool) verboseTranscript {
+// segments unless only "word" was asked. It never has words: word timestamps need the
+// decoder's cross-attention weights (openai/whisper aligns them by DTW), which the device
+// program does not return, so the field is left out rather than filled with times that are
+// not the words' (the handler says so in the X-Word-Timestamps header).
+func verboseJSON(task string, res *runners.TranscriptionResult, segments bool) verboseTranscript {
 	out := verboseTranscript{Task: task, Language: strings.ToLower(res.Language), Duration: res.Duration, Text: res.Text}
 	if out.Language == "" || task == taskTranslate {
 		out.Language = "english"
@@ -103,24 +97,39 @@ func verboseJSON(task string, res *runners.TranscriptionResult, segments, words 
 	if task == taskTranscribe {
 		out.Usage = usageOf(res.Duration)
 	}
-	for i, sp := range transcriptSpans(res) {
-		text := strings.TrimSpace(sp.Text)
-		if segments {
-			out.Segments = append(out.Segments, verboseSegment{
-				ID: i, Seek: int(math.Round(sp.Start * 100)), Start: sp.Start, End: sp.End,
-				Text: " " + text, Tokens: []int{}, CompressionRatio: compressionRatio(text),
-			})
-		}
-		if words {
-			for _, w := range strings.Fields(text) {
-				out.Words = append(out.Words, verboseWord{Word: w, Start: sp.Start, End: sp.End})
-			}
-		}
+	if !segments {
+		return out
 	}
-	if words && out.Words == nil {
-		out.Words = []verboseWord{}
+	segs := res.Segments
+	if len(segs) == 0 { // no segments from the runner: one over the whole audio
+		segs = []runners.TranscriptionSegment{{StartTime: 0, EndTime: res.Duration, Text: res.Text}}
+	}
+	for i, s := range segs {
+		out.Segments = append(out.Segments, verboseSegmentOf(i, s))
 	}
 	return out
+}
+
+// verboseSegmentOf maps the runner's i-th segment: the decoder's figures when it has
+// them (tokens reported), the placeholders of verboseSegment otherwise.
+func verboseSegmentOf(i int, s runners.TranscriptionSegment) verboseSegment {
+	if len(s.Tokens) > 0 {
+		avg, noSpeech := s.AvgLogprob, s.NoSpeechProb
+		text := s.Text
+		if !strings.HasPrefix(text, " ") && text != "" {
+			text = " " + text
+		}
+		return verboseSegment{
+			ID: i, Seek: s.Seek, Start: s.StartTime, End: s.EndTime, Text: text,
+			Tokens: s.Tokens, Temperature: s.Temperature, AvgLogprob: &avg,
+			CompressionRatio: s.CompressionRatio, NoSpeechProb: &noSpeech,
+		}
+	}
+	text := strings.TrimSpace(s.Text)
+	return verboseSegment{
+		ID: i, Seek: int(math.Round(s.StartTime * 100)), Start: s.StartTime, End: s.EndTime,
+		Text: " " + text, Tokens: []int{}, CompressionRatio: compressionRatio(text),
+	}
 }
 
 // compressionRatio is Whisper's gzip-ratio check: text bytes over zlib-compressed bytes, with

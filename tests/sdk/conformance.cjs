@@ -139,13 +139,12 @@ function checkSegments(segments, duration) {
   await check('transcriptions verbose_json timestamp_granularities [word]', async () => {
     const t = await audio.audio.transcriptions.create({ file: await speech(), model: 'whisper-1', response_format: 'verbose_json', timestamp_granularities: ['word'] });
     assert.equal(t.segments, undefined);
-    assert.ok(t.words.length > 0);
-    for (const w of t.words) assert.deepEqual(Object.keys(w).sort(), ['end', 'start', 'word']);
+    assert.equal(t.words, undefined); // no word timestamps: the device returns no cross-attention
   });
   await check('transcriptions verbose_json timestamp_granularities [word, segment]', async () => {
     const t = await audio.audio.transcriptions.create({ file: await speech(), model: 'whisper-1', response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'] });
     checkSegments(t.segments, t.duration);
-    assert.equal(t.words.map((w) => w.word).join(' '), t.text);
+    assert.equal(t.words, undefined);
   });
   await check('transcriptions stream=true events', async () => {
     const stream = await audio.audio.transcriptions.create({ file: await speech(), model: 'whisper-1', stream: true });
