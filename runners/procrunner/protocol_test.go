@@ -186,6 +186,12 @@ func FuzzReadFrame(f *testing.F) {
 	_ = writeFrame(&buf, &message{Kind: kindBatch, Jobs: []wireJob{{ID: 1, Audio: &wireAudioRequest{HasSegments: true}}}})
 	f.Add(buf.Bytes())
 	f.Add([]byte{0, 0, 0, 1, 0})
+	buf.Reset()
+	_ = writeFrame(&buf, &message{Kind: kindChunk, Job: 2, Seq: 1, Partial: &wirePartial{Index: 1, Step: 2, Steps: 3,
+		Image: &wireImage{Rect: image.Rect(1, 1, 3, 2), Pix: make([]byte, 8)}}})
+	_ = writeFrame(&buf, &message{Kind: kindProgress, Job: 2, Done: 1, Total: 3})
+	_ = writeFrame(&buf, &message{Kind: kindChunkAck, Job: 2, Seq: 1, Err: &wireError{Class: errCanceled, Msg: "gone"}})
+	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		for {
@@ -200,6 +206,9 @@ func FuzzReadFrame(f *testing.F) {
 				_, _ = j.request()
 			}
 			_, _ = m.Result.value()
+			if m.Kind == kindChunk {
+				_, _ = m.chunk()
+			}
 		}
 	})
 }

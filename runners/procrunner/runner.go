@@ -101,8 +101,8 @@ type Runner struct {
 
 // pending is a job the child has not answered yet.
 type pending struct {
-	task runners.Task
-	emit func(any) error
+	task  runners.Task
+	emits sync.WaitGroup // relayed chunks whose Emit has not returned yet
 }
 
 // stderrTail is how many of the child's last stderr lines a death report quotes.
@@ -203,6 +203,8 @@ func (r *Runner) readLoop(stdout io.Reader) {
 		case kindHeartbeat:
 		case kindChunk:
 			r.relayChunk(m)
+		case kindProgress:
+			r.relayProgress(m)
 		case kindReady, kindResult:
 			select {
 			case r.events <- m:
@@ -242,16 +244,52 @@ func (r *Runner) isClosed() bool {
 	return r.closed
 }
 
-// relayChunk hands a streamed chunk to its task; a failing Emit cancels the job.
+// relayChunk hands a streamed chunk to its task's Emit and answers the child with Emit's
+// error, which the child's Emit returns to the runner: the runner sees what it would see in
+// process (a client gone, a stream that cannot carry previews) and decides. Emit runs on its
+// own goroutine, so a slow client does not stop the reading of heartbeats and results; the
+// child waits for the answer before its runner goes on, so a task's chunks, progress and
+// result still reach the parent in the order the runner made them.
 func (r *Runner) relayChunk(m *message) {
+	ack := func(err error) {
+		_ = r.send(&message{Kind: kindChunkAck, Job: m.Job, Seq: m.Seq, Err: toWireError(err)})
+	}
+	r.mu.Lock()
+	p := r.pending[m.Job]
+	if p != nil && p.task.Emit != nil {
+		p.emits.Add(1) // under mu: Run's clean-up, which waits for emits, cannot miss it
+	}
+	r.mu.Unlock()
+	if p == nil || p.task.Emit == nil {
+		ack(fmt.Errorf("job %d does not stream in the server (any more)", m.Job))
+		return
+	}
+	chunk, err := m.chunk()
+	if err != nil {
+		p.emits.Done()
+		ack(err)
+		return
+	}
+	go func() {
+		defer p.emits.Done()
+		err := p.task.Emit(chunk)
+		if err != nil && p.task.Ctx != nil && p.task.Ctx.Err() != nil {
+			// The client has gone: in process the runner would find its context done when
+			// Emit fails, so the cancel goes first (the child reads in order).
+			_ = r.send(&message{Kind: kindCancel, Job: m.Job})
+		}
+		ack(err)
+	}()
+}
+
+// relayProgress tells the task's Progress; it is cheap, so it runs on the reading goroutine,
+// which keeps it in order with the task's chunks.
+func (r *Runner) relayProgress(m *message) {
 	r.mu.Lock()
 	p := r.pending[m.Job]
 	r.mu.Unlock()
-	if p == nil || p.emit == nil || m.Chunk == nil {
-		return
-	}
-	if err := p.emit(*m.Chunk); err != nil {
-		_ = r.send(&message{Kind: kindCancel, Job: m.Job})
+	if p != nil && p.task.Progress != nil {
+		p.task.Progress(m.Done, m.Total)
 	}
 }
 
@@ -348,7 +386,7 @@ func (r *Runner) Warmup(ctx context.Context) error {
 	if err := r.start(); err != nil {
 		return err
 	}
-	if err := r.send(&message{Kind: kindWarmup, Heartbeat: r.cfg.Heartbeat}); err != nil {
+	if err := r.send(&message{Kind: kindWarmup, Version: ProtocolVersion, Heartbeat: r.cfg.Heartbeat}); err != nil {
 		r.kill(err)
 		<-r.gone
 		return r.death()
@@ -362,6 +400,11 @@ func (r *Runner) Warmup(ctx context.Context) error {
 			if err := m.Err.err(); err != nil {
 				r.kill(errors.New("warm-up failed"))
 				return fmt.Errorf("worker %q (pid %d) warm-up: %w", r.cfg.WorkerID, r.PID(), err)
+			}
+			if m.Version != ProtocolVersion {
+				r.kill(errors.New("protocol version mismatch"))
+				return fmt.Errorf("worker %q (pid %d) warm-up: %w: the worker speaks protocol version %d, this server %d (different builds)",
+					r.cfg.WorkerID, r.PID(), ErrProtocol, m.Version, ProtocolVersion)
 			}
 			r.log.Info("worker process ready", "pid", r.PID())
 			return nil
@@ -412,16 +455,21 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 			j.limit = w.Deadline.Add(r.cfg.Grace)
 		}
 		jobs[id] = j
-		r.pending[id] = &pending{task: t, emit: t.Emit}
+		r.pending[id] = &pending{task: t}
 		wire = append(wire, w)
 	}
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		for id := range jobs {
-			delete(r.pending, id)
+		var done []*pending
+		for _, w := range wire {
+			done = append(done, r.pending[w.ID])
+			delete(r.pending, w.ID)
 		}
 		r.mu.Unlock()
+		for _, p := range done { // no Emit of this batch's tasks outlives Run
+			p.emits.Wait()
+		}
 	}()
 	if len(wire) == 0 {
 		return out

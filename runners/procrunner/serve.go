@@ -14,20 +14,22 @@ import (
 // stopWait bounds how long Serve waits, when it stops, for a warm-up or batch still running.
 const stopWait = 5 * time.Second
 
-// errCancelled is the cause of a job the parent cancelled (its client went away).
-var errCancelled = errors.New("cancelled by the server")
+// errCancelled is the cause of a job the parent cancelled (its client went away). It is a
+// context.Canceled, as the runner's Emit error would be in process.
+var errCancelled = fmt.Errorf("cancelled by the server: %w", context.Canceled)
 
 // Serve is the worker-process side: it reads the parent's messages from in and answers on out
 // until the parent sends shutdown or closes in (nil) or ctx ends (ctx.Err()). It warms r up
 // when asked, runs each batch with one context per job (the job's deadline, cancelled by a
-// cancel message), streams chunks, sends one result per job, and sends a heartbeat at the
+// cancel message), relays each task's Emit (transcript chunks, image previews) and Progress
+// to the parent, sends one result per job, and sends a heartbeat at the
 // interval the warmup message names, from its own goroutine, so a runner stuck in a device
 // call keeps the heartbeat going (only the job deadline catches that). r is closed on return.
 // Nothing else may write to out.
 func Serve(ctx context.Context, r runners.Runner, in io.Reader, out io.Writer) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &server{out: out, jobs: map[uint64]context.CancelCauseFunc{}}
+	s := &server{out: out, jobs: map[uint64]context.CancelCauseFunc{}, acks: map[uint64]chan error{}}
 	msgs := make(chan *message)
 	readErr := make(chan error, 1)
 	go func() {
@@ -80,18 +82,26 @@ func Serve(ctx context.Context, r runners.Runner, in io.Reader, out io.Writer) (
 		}
 		switch m.Kind {
 		case kindWarmup:
+			if m.Version != ProtocolVersion {
+				err := fmt.Errorf("%w: the server speaks protocol version %d, this worker %d (different builds)",
+					ErrProtocol, m.Version, ProtocolVersion)
+				_ = s.send(&message{Kind: kindReady, Version: ProtocolVersion, Err: toWireError(err)})
+				continue
+			}
 			if every := m.Heartbeat; every > 0 {
 				hbOnce.Do(func() { bg.Go(func() { s.heartbeats(ctx, every) }) })
 			}
 			bg.Go(func() {
 				err := r.Warmup(ctx)
-				_ = s.send(&message{Kind: kindReady, Err: toWireError(err)})
+				_ = s.send(&message{Kind: kindReady, Version: ProtocolVersion, Err: toWireError(err)})
 			})
 		case kindBatch:
 			tasks, ids := s.startBatch(ctx, m.Jobs)
 			bg.Go(func() { s.runBatch(ctx, r, tasks, ids) })
 		case kindCancel:
 			s.cancelJob(m.Job)
+		case kindChunkAck:
+			s.acked(m.Seq, m.Err.err())
 		case kindShutdown:
 			return nil
 		default:
@@ -107,6 +117,8 @@ type server struct {
 
 	mu   sync.Mutex
 	jobs map[uint64]context.CancelCauseFunc
+	seq  uint64                // the last chunk's number
+	acks map[uint64]chan error // chunks waiting for the parent's answer, by number
 }
 
 func (s *server) send(m *message) error {
@@ -160,21 +172,11 @@ func (s *server) startBatch(ctx context.Context, jobs []wireJob) ([]runners.Task
 		s.mu.Unlock()
 		t := runners.Task{Ctx: jctx, Request: req}
 		if j.Stream {
-			id := j.ID
-			t.Emit = func(chunk any) error {
-				var c runners.TranscriptChunk
-				switch v := chunk.(type) {
-				case runners.TranscriptChunk:
-					c = v
-				case *runners.TranscriptChunk:
-					c = *v
-				default:
-					return fmt.Errorf("chunk type %T cannot be sent from a worker process", chunk)
-				}
-				if err := jctx.Err(); err != nil {
-					return context.Cause(jctx)
-				}
-				return s.send(&message{Kind: kindChunk, Job: id, Chunk: &c})
+			t.Emit = func(chunk any) error { return s.emit(jctx, j.ID, chunk) }
+		}
+		if j.Progress {
+			t.Progress = func(done, total int) {
+				_ = s.send(&message{Kind: kindProgress, Job: j.ID, Done: done, Total: total})
 			}
 		}
 		tasks = append(tasks, t)
@@ -209,6 +211,52 @@ func (s *server) runBatch(ctx context.Context, r runners.Runner, tasks []runners
 		}
 		if err := s.send(m); err != nil {
 			return
+		}
+	}
+}
+
+// emit is a task's Emit: it sends the chunk to the parent and waits for the parent's Emit to
+// answer, returning that answer (the client has gone, say) as the runner would get it in
+// process. A job that ends meanwhile (cancel, deadline, stop) returns its cause at once.
+func (s *server) emit(jctx context.Context, job uint64, chunk any) error {
+	if jctx.Err() != nil {
+		return context.Cause(jctx)
+	}
+	tc, partial, err := toWireChunk(chunk)
+	if err != nil {
+		return err
+	}
+	ack := make(chan error, 1)
+	s.mu.Lock()
+	s.seq++
+	seq := s.seq
+	s.acks[seq] = ack
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.acks, seq)
+		s.mu.Unlock()
+	}()
+	if err := s.send(&message{Kind: kindChunk, Job: job, Seq: seq, Chunk: tc, Partial: partial}); err != nil {
+		return err
+	}
+	select {
+	case err := <-ack:
+		return err
+	case <-jctx.Done():
+		return context.Cause(jctx)
+	}
+}
+
+// acked hands the parent's answer to the chunk numbered seq to its Emit, if it still waits.
+func (s *server) acked(seq uint64, err error) {
+	s.mu.Lock()
+	ack := s.acks[seq]
+	s.mu.Unlock()
+	if ack != nil {
+		select {
+		case ack <- err:
+		default: // answered twice: the first answer stands
 		}
 	}
 }
