@@ -413,6 +413,9 @@ type WorkerStatus struct {
 	State        string
 	LastError    string
 	Devices      []int
+	// StepsDone of StepsTotal is the running batch's progress as its runner last reported it
+	// (Task.Progress: denoising steps); both 0 when idle or when the runner reports none.
+	StepsDone, StepsTotal int
 }
 
 // Workers returns every worker's status keyed by worker id.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
@@ -44,6 +45,18 @@ type worker struct {
 	lastError    string
 	busySince    time.Time // start of the running batch; zero when idle
 	busyCost     float64
+	runner       runners.Runner // the current runner, from its creation to its Close
+	// progress is the running batch's last reported step, done<<32 | total (0: none); its
+	// tasks' Task.Progress store it without taking mu.
+	progress atomic.Uint64
+}
+
+// reportProgress records that a task of the running batch finished step done of total.
+func (w *worker) reportProgress(done, total int) {
+	if done < 0 || total <= 0 {
+		return
+	}
+	w.progress.Store(uint64(uint32(done))<<32 | uint64(uint32(total)))
 }
 
 // current reports the running batch's start and cost.
@@ -77,6 +90,13 @@ func (w *worker) status() WorkerStatus {
 	}
 	if alive {
 		st.PID = pid
+		if p, ok := w.runner.(ProcessIDer); ok && p.PID() > 0 {
+			st.PID = p.PID()
+		}
+	}
+	if !w.busySince.IsZero() {
+		p := w.progress.Load()
+		st.StepsDone, st.StepsTotal = int(p>>32), int(uint32(p))
 	}
 	return st
 }
@@ -156,7 +176,7 @@ func (w *worker) loop(ctx context.Context) {
 		log.Info("worker ready", "devices", w.group.Devices)
 		crashed := w.serve(ctx, r)
 		w.setState(stateRestart, nil)
-		if err := r.Close(); err != nil {
+		if err := w.closeRunner(r); err != nil {
 			log.Warn("runner close failed", "err", err)
 		}
 		if crashed != nil {
@@ -183,7 +203,7 @@ func (w *worker) warm(ctx context.Context) (r runners.Runner, err error) {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("runner panicked during warm-up: %v", p)
 			if r != nil {
-				_ = r.Close()
+				_ = w.closeRunner(r)
 			}
 			r = nil
 		}
@@ -192,11 +212,31 @@ func (w *worker) warm(ctx context.Context) (r runners.Runner, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create runner: %w", err)
 	}
+	w.setRunner(r)
 	if err := r.Warmup(ctx); err != nil {
-		_ = r.Close()
+		_ = w.closeRunner(r)
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	return r, nil
+}
+
+// ProcessIDer is implemented by a runner that runs in a process of its own (a worker
+// process): /tt-liveness then shows that process's id for the worker instead of the server's.
+// PID is 0 while there is no process.
+type ProcessIDer interface {
+	PID() int
+}
+
+func (w *worker) setRunner(r runners.Runner) {
+	w.mu.Lock()
+	w.runner = r
+	w.mu.Unlock()
+}
+
+// closeRunner closes r and forgets it.
+func (w *worker) closeRunner(r runners.Runner) error {
+	w.setRunner(nil)
+	return r.Close()
 }
 
 // serve runs batches until ctx ends (nil), a restart is asked for (nil), or the runner
@@ -254,7 +294,7 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 			continue
 		}
 		j.started.Store(true)
-		tasks = append(tasks, runners.Task{Ctx: j.ctx, Request: j.req, Emit: j.emit})
+		tasks = append(tasks, runners.Task{Ctx: j.ctx, Request: j.req, Emit: j.emit, Progress: w.reportProgress})
 		live = append(live, j)
 		cost += j.cost
 	}
@@ -274,6 +314,7 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	start := time.Now()
 	w.mu.Lock()
 	w.busySince, w.busyCost = start, cost
+	w.progress.Store(0)
 	w.mu.Unlock()
 	outs := r.Run(ctx, tasks)
 	took := time.Since(start)

@@ -23,6 +23,15 @@ type workerInfo struct {
 	State        string   `json:"state"`
 	LastError    string   `json:"last_error,omitempty"`
 	Devices      []int    `json:"devices"`
+	// Progress is the running batch's steps as its runner last reported them (our
+	// extension); absent when the worker is idle or its runner reports no steps.
+	Progress *workerProgress `json:"progress,omitempty"`
+}
+
+// workerProgress is "step done of total" of a worker's running batch.
+type workerProgress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
 }
 
 func unixSeconds(t time.Time) *float64 {
@@ -54,6 +63,9 @@ func workerInfos(workers map[string]scheduler.WorkerStatus) map[string]workerInf
 		if w.PID != 0 {
 			pid := w.PID
 			wi.PID = &pid
+		}
+		if w.StepsTotal > 0 {
+			wi.Progress = &workerProgress{Done: w.StepsDone, Total: w.StepsTotal}
 		}
 		info[id] = wi
 	}

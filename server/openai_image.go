@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/tenstorrent/tt-media-server-go/runners"
 	"image"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
 // openAIImageSizes are the sizes the diffusion runners produce: SDXL base and SD3.5 Large
@@ -28,7 +28,12 @@ type openAIImageRequest struct {
 	size         string
 	outputFormat string // "png" or "jpeg"
 	jpegQuality  int
+	quality      string // OpenAI's quality value echoed in stream events: low, medium, high or auto
+	stream       bool
 }
+
+// maxPartialImages is OpenAI's upper bound of partial_images.
+const maxPartialImages = 3
 
 // Steps used for OpenAI's quality values; "auto", "standard" and "medium" use
 // NUM_INFERENCE_STEPS.
@@ -48,7 +53,8 @@ const (
 //   - quality: low → 12 steps, high and hd → 40, auto/standard/medium → NUM_INFERENCE_STEPS;
 //   - style (vivid|natural), moderation (low|auto), user: accepted and ignored;
 //   - background: auto or opaque; transparent is refused (the models render no alpha);
-//   - stream: false only (image streaming is not implemented); partial_images is ignored;
+//   - stream: true answers Server-Sent Events (see streamOpenAIImage); partial_images 0..3 is
+//     the number of previews per image a streaming request gets (ignored without stream);
 //   - extensions: negative_prompt, seed, steps or num_inference_steps (12..50, override
 //     quality), guidance_scale (1..20).
 func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, error) {
@@ -59,7 +65,7 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 	if defaultSteps < 12 || defaultSteps > 50 {
 		defaultSteps = 20
 	}
-	r := &openAIImageRequest{size: openAIImageSizes[0], outputFormat: "png", jpegQuality: defaultQuality}
+	r := &openAIImageRequest{size: openAIImageSizes[0], outputFormat: "png", jpegQuality: defaultQuality, quality: "auto"}
 	r.NumberOfImages = 1
 	r.NumInferenceSteps = defaultSteps
 
@@ -113,11 +119,15 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 	}
 	if v, ok := b.str("quality", false); ok {
 		switch v {
-		case "auto", "standard", "medium":
+		case "auto":
+		case "standard", "medium":
+			r.quality = "medium"
 		case "low":
 			r.NumInferenceSteps = stepsLowQuality
+			r.quality = "low"
 		case "high", "hd":
 			r.NumInferenceSteps = stepsHighQuality
+			r.quality = "high"
 		default:
 			return nil, invalidParam("quality", "quality must be one of auto, low, medium, high, standard, hd; got %q", v)
 		}
@@ -132,8 +142,14 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 		}
 	}
 	b.str("user", false)
-	if b.bool("stream", false) {
-		return nil, invalidParam("stream", "streaming image generation is not supported; send stream=false")
+	r.stream = b.bool("stream", false)
+	if v := b.int("partial_images"); v != nil {
+		if *v < 0 || *v > maxPartialImages {
+			return nil, invalidParam("partial_images", "partial_images must be between 0 and %d, got %d", maxPartialImages, *v)
+		}
+		if r.stream {
+			r.PartialImages = int(*v)
+		}
 	}
 
 	// Extensions.
@@ -159,6 +175,15 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 		return nil, err
 	}
 	return r, nil
+}
+
+// encoder encodes as the request's output_format and output_compression ask.
+func (r *openAIImageRequest) encoder() func(image.Image) ([]byte, error) {
+	if r.outputFormat == "jpeg" {
+		q := r.jpegQuality
+		return func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
+	}
+	return imaging.EncodePNG
 }
 
 // openAIImage is one entry of ImagesResponse.data (revised_prompt is dall-e-3 only and
@@ -190,10 +215,10 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 			s.failOpenAI(c, err)
 			return
 		}
-		encode := imaging.EncodePNG
-		if req.outputFormat == "jpeg" {
-			q := req.jpegQuality
-			encode = func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
+		encode := req.encoder()
+		if req.stream {
+			s.streamOpenAIImage(c, req, encode)
+			return
 		}
 		images, err := s.generateWith(c.Request.Context(), &req.imageRequest, encode)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"math"
@@ -78,7 +79,7 @@ func (r *imageRunner) Warmup(ctx context.Context) error {
 		req.GuidanceRescale = 0.7
 		req.Seed = &seed
 	}
-	if _, err := r.generate(ctx, req); err != nil {
+	if _, err := r.generate(ctx, req, runners.Task{}); err != nil {
 		return fmt.Errorf("%s warm-up inference: %w", r.model, err)
 	}
 	return nil
@@ -94,7 +95,7 @@ func (r *imageRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 		if !ok || req == nil {
 			return nil, fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.model, t.Request)
 		}
-		img, err := r.generate(ctx, req)
+		img, err := r.generate(ctx, req, t)
 		if err != nil {
 			return nil, err
 		}
@@ -108,18 +109,41 @@ func (r *imageRunner) Close() error {
 	return r.dev.close()
 }
 
-// generate runs the simulated denoising loop and renders the picture.
-func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest) (*image.RGBA, error) {
+// generate runs the simulated denoising loop and renders the picture. After every step it
+// tells t.Progress; when t.Emit is set and the request asks for partial images, it emits
+// that many previews (*runners.ImagePartial) spaced evenly over the steps (previewSteps).
+// An Emit that fails while ctx is still live (a transport that cannot carry previews) stops
+// the previews, not the image; one that fails because the client went away stops the task.
+func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t runners.Task) (*image.RGBA, error) {
 	p := r.params(req)
 	if !r.sd35 && req.Timesteps != nil && req.Sigmas != nil {
 		return nil, &badRequest{msg: errBothSchedules}
 	}
+	var at []int // steps after which a preview is due
+	if t.Emit != nil {
+		at = previewSteps(p.steps, req.PartialImages)
+	}
+	sent := 0
 	for step := 0; step < p.steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%s: cancelled before step %d of %d: %w", r.model, step+1, p.steps, err)
 		}
 		if err := r.dev.run(ctx, progUNet, 1, r.lat.PerStep); err != nil {
 			return nil, fmt.Errorf("%s: UNet step %d of %d: %w", r.model, step+1, p.steps, err)
+		}
+		done := step + 1
+		if t.Progress != nil {
+			t.Progress(done, p.steps)
+		}
+		if sent < len(at) && at[sent] == done {
+			err := t.Emit(&runners.ImagePartial{Index: sent, Step: done, Steps: p.steps, Image: renderPreview(p, r.size, done)})
+			if err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return nil, fmt.Errorf("%s: partial image %d after step %d: %w", r.model, sent, done, errors.Join(err, cerr))
+				}
+				at = nil // the stream cannot carry previews: finish the image without them
+			}
+			sent++
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -209,4 +233,32 @@ func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
 	}
 	p.detail = binary.LittleEndian.Uint64(h.Sum(nil))
 	return p
+}
+
+// previewSteps is after which steps (1-based, ascending) a request of steps denoising steps
+// gets its k partial images: evenly spaced, never after the last step (the final image comes
+// then), so a request of fewer than k+1 steps gets steps-1 previews.
+func previewSteps(steps, k int) []int {
+	k = min(k, steps-1)
+	if k <= 0 {
+		return nil
+	}
+	at := make([]int, k)
+	for i := range at {
+		at[i] = (i + 1) * steps / (k + 1)
+	}
+	return at
+}
+
+// renderPreview is the mock's cheap latent-to-RGB preview after step of p.steps denoising
+// steps: the final picture's scene at a quarter of its side (SDXL's latents are an eighth),
+// painted on a grid that is coarse (blurred) early and finer as denoising goes on, under the
+// grain that many steps leave. It costs about a sixteenth of a full render.
+func renderPreview(p renderParams, size, step int) *image.RGBA {
+	side := max(1, (size+3)/4)
+	full := max(1, min(side, 320)) // the final render's grid
+	grid := max(2, min(side, full*step/max(p.steps, 1)))
+	img := image.NewRGBA(image.Rect(0, 0, side, side))
+	upscale(img, paintScene(p, grid), grid, grainAmplitude(step), p.detail^uint64(step))
+	return img
 }
