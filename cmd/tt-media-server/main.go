@@ -20,7 +20,9 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
 	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
 )
@@ -58,12 +60,30 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := runners.NewRegistry()
 	mock.Register(reg)
+	whisperrunner.Register(reg)
+	diffusionrunner.Register(reg)
 
 	if mockMode {
 		log.Warn("MOCK-DEVICE MODE: devices are SIMULATED; outputs are not real model inference",
 			"mock_devices", settings.MockDevicesCount, "worker_groups", len(settings.DeviceGroups))
 	}
 	log.Info("starting tt-media-server", "settings", settings.Redacted())
+
+	if mockMode && settings.WorkerIsolation != config.IsolationProcess {
+		// In process the workers' devices are submeshes of one parent mesh (TT-Metal's way of
+		// serving several device groups from one process); it outlives the schedulers.
+		parent, err := openSharedParent(ctx, settings, log)
+		if err != nil {
+			return err
+		}
+		if parent != nil {
+			defer func() {
+				if err := parent.Close(); err != nil {
+					log.Warn("close the parent mesh", "err", err)
+				}
+			}()
+		}
+	}
 
 	m := metrics.New()
 	var pools []server.Pool

@@ -14,8 +14,10 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
 	"github.com/tenstorrent/tt-media-server-go/runners/mock"
 	"github.com/tenstorrent/tt-media-server-go/runners/procrunner"
+	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
 )
 
 // workerCommand is the subcommand that runs one device group's runner in a child process.
@@ -95,6 +97,8 @@ func runDeviceWorker(ctx context.Context, args []string, stderr io.Writer) error
 	}
 	reg := runners.NewRegistry()
 	mock.Register(reg)
+	whisperrunner.Register(reg)
+	diffusionrunner.Register(reg)
 	runner := settings.ModelRunner
 	if len(args) == 2 { // a MODEL_POOLS pool names its runner
 		runner = args[1]
