@@ -38,6 +38,10 @@ type Report struct {
 	UnitName     string  `json:"unit_name,omitempty"`
 	Units        float64 `json:"units,omitempty"`
 	UnitsPerS    float64 `json:"units_per_s,omitempty"`
+	// Steady is the same throughput over the steady window only (first completion to last
+	// send: no ramp from idle, no drain); SteadyNote says why it is missing.
+	Steady     *Steady `json:"steady,omitempty"`
+	SteadyNote string  `json:"steady_note,omitempty"`
 
 	// Latency is end to end (request sent to body read) over completed requests.
 	Latency Summary `json:"latency_ms"`
@@ -117,6 +121,7 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 		r.RequestsPerS = float64(r.Completed) / secs
 		r.UnitsPerS = r.Units / secs
 	}
+	r.Steady, r.SteadyNote = steadyWindow(samples)
 	return r
 }
 
@@ -161,28 +166,48 @@ func ReadJSON(rd io.Reader) (*Report, error) {
 
 // WriteMarkdown writes one table row per run: outcome counts, throughput and latency
 // percentiles in milliseconds (TTFC columns show "-" for runs that did not stream). When any
-// run has the server's split, two more columns give its mean queue wait and device time; when
-// any has the X-Queue-Time-Ms / X-Device-Time-Ms summaries, three more give the queue wait's
-// p50 and p99 and the device time's p50.
+// run has a steady window, "steady req/s" and "steady units/s" columns follow the whole-run
+// ones ("-" for runs without). When any run has the server's split, two more columns give its
+// mean queue wait and device time; when any has the X-Queue-Time-Ms / X-Device-Time-Ms
+// summaries, three more give the queue wait's p50 and p99 and the device time's p50.
 func WriteMarkdown(w io.Writer, reports []*Report) error {
 	var b strings.Builder
+	steady := slices.ContainsFunc(reports, func(r *Report) bool { return r.Steady != nil })
 	server := slices.ContainsFunc(reports, func(r *Report) bool { return r.Server != nil })
-	b.WriteString("| run | workload | load | sent | ok | failed | status | req/s | units/s | mean | p50 | p90 | p99 | std | TTFC p50 | TTFC p99 |")
-	sep := "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	headers := slices.ContainsFunc(reports, func(r *Report) bool { return r.QueueWait != nil || r.DeviceTime != nil })
+	b.WriteString("| run | workload | load | sent | ok | failed | status | req/s |")
+	sep := "|---|---|---|---:|---:|---:|---|---:|"
+	if steady {
+		b.WriteString(" steady req/s |")
+		sep += "---:|"
+	}
+	b.WriteString(" units/s |")
+	sep += "---:|"
+	if steady {
+		b.WriteString(" steady units/s |")
+		sep += "---:|"
+	}
+	b.WriteString(" mean | p50 | p90 | p99 | std | TTFC p50 | TTFC p99 |")
+	sep += "---:|---:|---:|---:|---:|---:|---:|"
 	if server {
 		b.WriteString(" queue wait | device |")
 		sep += "---:|---:|"
 	}
-	headers := slices.ContainsFunc(reports, func(r *Report) bool { return r.QueueWait != nil || r.DeviceTime != nil })
 	if headers {
 		b.WriteString(" queue p50 | queue p99 | device p50 |")
 		sep += "---:|---:|---:|"
 	}
 	b.WriteString("\n" + sep + "\n")
 	for _, r := range reports {
-		units := "-"
+		units, steadyRPS, steadyUnits := "-", "-", "-"
 		if r.UnitName != "" {
 			units = f2(r.UnitsPerS) + " " + r.UnitName
+		}
+		if r.Steady != nil {
+			steadyRPS = f2(r.Steady.RequestsPerS)
+			if r.UnitName != "" {
+				steadyUnits = f2(r.Steady.UnitsPerS) + " " + r.UnitName
+			}
 		}
 		ttfc50, ttfc99 := "-", "-"
 		if r.TTFC != nil {
@@ -192,9 +217,17 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 		if r.Dropped > 0 {
 			sent += fmt.Sprintf(" (+%d dropped)", r.Dropped)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %s | %s |",
 			cell(r.Label), cell(workloadString(r.Workload)), r.LoadString(), sent, r.Completed, r.Failed,
-			cell(r.StatusString()), f2(r.RequestsPerS), units,
+			cell(r.StatusString()), f2(r.RequestsPerS))
+		if steady {
+			fmt.Fprintf(&b, " %s |", steadyRPS)
+		}
+		fmt.Fprintf(&b, " %s |", units)
+		if steady {
+			fmt.Fprintf(&b, " %s |", steadyUnits)
+		}
+		fmt.Fprintf(&b, " %s | %s | %s | %s | %s | %s | %s |",
 			f1(r.Latency.Mean), f1(r.Latency.P50), f1(r.Latency.P90), f1(r.Latency.P99), f1(r.Latency.Std),
 			ttfc50, ttfc99)
 		if server {

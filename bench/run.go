@@ -93,8 +93,9 @@ func (c *Config) validate() error {
 
 // sample is one request's outcome.
 type sample struct {
-	status  int    // HTTP status; 0 for a transport error
-	errKind string // transport error class, or "stream_error:<code>"
+	status  int       // HTTP status; 0 for a transport error
+	sent    time.Time // when the request was handed to the client (zero: never sent)
+	errKind string    // transport error class, or "stream_error:<code>"
 	errMsg  string
 	latency time.Duration
 	ttfc    time.Duration // -1 when no chunk arrived or the request was not a stream
@@ -267,7 +268,7 @@ func do(ctx context.Context, cfg *Config, i int, tag string) sample {
 	req.Header.Set("X-Request-Id", "bench-"+tag+"-"+strconv.Itoa(i))
 
 	start := time.Now()
-	s := sample{ttfc: -1}
+	s := sample{ttfc: -1, sent: start}
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		s.latency = time.Since(start)

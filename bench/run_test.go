@@ -131,6 +131,10 @@ func TestRunClosedLoopImage(t *testing.T) {
 	require.GreaterOrEqual(t, rep.Latency.Min, 2.0, "the handler sleeps 2 ms")
 	require.Positive(t, rep.RequestsPerS)
 	require.Nil(t, rep.TTFC)
+	require.NotNil(t, rep.Steady, rep.SteadyNote)
+	require.LessOrEqual(t, rep.Steady.Completed, rep.Completed)
+	require.Less(t, rep.Steady.StartS, rep.Steady.EndS)
+	require.LessOrEqual(t, rep.Steady.EndS, rep.DurationS)
 	ids := slices.Clone(f.ids)
 	require.Contains(t, ids, "bench-warmup-0")
 	require.Contains(t, ids, "bench-run-39")
@@ -198,7 +202,8 @@ func TestRunOpenLoopArrivals(t *testing.T) {
 		require.Less(t, off.Abs(), 80*time.Millisecond, "request %d arrived %v off schedule", i, off)
 		offs[i] = float64(off.Abs()) / float64(time.Millisecond)
 	}
-	require.Less(t, Summarize(offs).P50, 10.0, "median offset from schedule (ms), offsets %v", offs)
+	// Waiting for answers would put the median near 100 ms; 40 ms leaves room for a loaded box.
+	require.Less(t, Summarize(offs).P50, 40.0, "median offset from schedule (ms), offsets %v", offs)
 }
 
 func TestRunOpenLoopDropsAboveMaxInFlight(t *testing.T) {

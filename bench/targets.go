@@ -24,8 +24,9 @@ type TargetEntry struct {
 	// NumRequests is the request count the targets were measured with (informational).
 	NumRequests int `json:"num_requests,omitempty"`
 	// Targets maps a target class ("published", "theoretical", "reference") to metric →
-	// value. Metrics ending in _ms are upper bounds; req_per_s, units_per_s and
-	// success_rate are lower bounds.
+	// value. Metrics ending in _ms are upper bounds; req_per_s, units_per_s,
+	// steady_req_per_s, steady_units_per_s (Report.Steady; 0 when the run has no steady
+	// window) and success_rate are lower bounds.
 	Targets map[string]map[string]float64 `json:"targets"`
 	// Tolerance is the fraction by which a measurement may miss a target and still pass.
 	Tolerance float64 `json:"tolerance,omitempty"`
@@ -167,6 +168,16 @@ func metricOf(r *Report, metric string) (float64, error) {
 		return r.RequestsPerS, nil
 	case "units_per_s":
 		return r.UnitsPerS, nil
+	case "steady_req_per_s":
+		if r.Steady == nil {
+			return 0, nil
+		}
+		return r.Steady.RequestsPerS, nil
+	case "steady_units_per_s":
+		if r.Steady == nil {
+			return 0, nil
+		}
+		return r.Steady.UnitsPerS, nil
 	case "success_rate":
 		if r.Sent == 0 {
 			return 0, nil

@@ -85,14 +85,37 @@ func (m *Metrics) Handler() http.Handler {
 
 // Request records one HTTP request; route is the matched route pattern, not the raw path.
 func (m *Metrics) Request(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(route, method, statusLabel(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }
 
 // ClientRequest counts one authenticated request of client (a configured key name or "jwt",
 // so the label set stays as small as the key list) with its status class ("2xx", "4xx", ...).
 func (m *Metrics) ClientRequest(client string, status int) {
-	m.clients.WithLabelValues(client, strconv.Itoa(status/100)+"xx").Inc()
+	m.clients.WithLabelValues(client, classLabel(status)).Inc()
+}
+
+// statusLabels holds "100" … "599", so labelling a request's status allocates nothing.
+var statusLabels = func() (l [500]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 100 && code < 600 {
+		return statusLabels[code-100]
+	}
+	return strconv.Itoa(code)
+}
+
+// classLabel is the status class: "2xx", "4xx", ...
+func classLabel(code int) string {
+	if code >= 100 && code < 600 {
+		return [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}[code/100-1]
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 // JobDone records a job that reached a worker (the scheduler's hook).

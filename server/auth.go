@@ -48,7 +48,11 @@ type authenticator struct {
 	hsSecret []byte
 	pubKey   any
 	pubAlg   string
-	opts     []jwt.ParserOption
+	// parser accepts exactly the algorithms of the configured keys; keyFor hands each
+	// algorithm its own key. Both are built once (a Parser is safe for concurrent use), and a
+	// token is parsed once whichever key it is for.
+	parser *jwt.Parser
+	keyFor jwt.Keyfunc
 }
 
 type namedKey struct {
@@ -80,16 +84,25 @@ func newAuthenticator(c AuthConfig) (*authenticator, error) {
 	default:
 		return nil, fmt.Errorf("JWT public key of type %T is not supported (RSA or ECDSA P-256)", k)
 	}
-	a.opts = []jwt.ParserOption{jwt.WithLeeway(jwtLeeway)}
+	var algs []string
+	if a.hsSecret != nil {
+		algs = append(algs, jwt.SigningMethodHS256.Alg())
+	}
+	if a.pubKey != nil {
+		algs = append(algs, a.pubAlg)
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(algs), jwt.WithLeeway(jwtLeeway)}
 	if c.JWTRequireExp {
-		a.opts = append(a.opts, jwt.WithExpirationRequired())
+		opts = append(opts, jwt.WithExpirationRequired())
 	}
 	if c.JWTIssuer != "" {
-		a.opts = append(a.opts, jwt.WithIssuer(c.JWTIssuer))
+		opts = append(opts, jwt.WithIssuer(c.JWTIssuer))
 	}
 	if c.JWTAudience != "" {
-		a.opts = append(a.opts, jwt.WithAudience(c.JWTAudience))
+		opts = append(opts, jwt.WithAudience(c.JWTAudience))
 	}
+	a.parser = jwt.NewParser(opts...)
+	a.keyFor = a.jwtKey
 	return a, nil
 }
 
@@ -145,32 +158,39 @@ func (a *authenticator) identify(header string) (string, error) {
 	return "", errBadCredentials
 }
 
-// verifyJWT checks a token against each configured key, with the algorithm pinned per key.
+// errNoJWTKey: the token's algorithm has no configured key (the parser's method list already
+// refuses it; this keeps the key lookup total).
+var errNoJWTKey = errors.New("no key for the token's algorithm")
+
+// jwtKey pins each algorithm to its key: the JWT_SECRET for HS256 only, the public key for its
+// own algorithm only, so alg "none" and HS/RS confusion cannot pass.
+func (a *authenticator) jwtKey(t *jwt.Token) (any, error) {
+	alg := t.Method.Alg()
+	switch {
+	case a.hsSecret != nil && alg == jwt.SigningMethodHS256.Alg():
+		return a.hsSecret, nil
+	case a.pubKey != nil && alg == a.pubAlg:
+		return a.pubKey, nil
+	}
+	return nil, errNoJWTKey
+}
+
+// verifyJWT checks a token against the key of its algorithm and names its client: "jwt:" +
+// sub (else token_id), or "jwt".
 func (a *authenticator) verifyJWT(token string) (string, bool) {
-	try := func(alg string, key any) (string, bool) {
-		claims := jwt.MapClaims{}
-		opts := append([]jwt.ParserOption{jwt.WithValidMethods([]string{alg})}, a.opts...)
-		if _, err := jwt.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return key, nil }, opts...); err != nil {
-			return "", false
-		}
-		for _, k := range []string{"sub", "token_id"} {
-			if v, ok := claims[k].(string); ok && v != "" {
-				return "jwt:" + v, true
-			}
-		}
-		return "jwt", true
+	if a.hsSecret == nil && a.pubKey == nil {
+		return "", false
 	}
-	if a.hsSecret != nil {
-		if c, ok := try(jwt.SigningMethodHS256.Alg(), a.hsSecret); ok {
-			return c, true
+	claims := jwt.MapClaims{}
+	if _, err := a.parser.ParseWithClaims(token, claims, a.keyFor); err != nil {
+		return "", false
+	}
+	for _, k := range []string{"sub", "token_id"} {
+		if v, ok := claims[k].(string); ok && v != "" {
+			return "jwt:" + v, true
 		}
 	}
-	if a.pubKey != nil {
-		if c, ok := try(a.pubAlg, a.pubKey); ok {
-			return c, true
-		}
-	}
-	return "", false
+	return "jwt", true
 }
 
 // checkAdmin validates the admin key (maintenance routes when ADMIN_API_KEY is set).

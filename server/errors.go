@@ -54,14 +54,14 @@ type fieldError struct {
 // classify maps any error from the layers below to a status code and a client message.
 // It is the one place where errors become HTTP.
 func (s *Server) classify(err error) (status int, msg string, retryAfter time.Duration) {
-	var ae *apiError
-	var rej *scheduler.Rejection
-	if errors.As(err, &rej) {
+	// errors.AsType rather than errors.As: no target variable escapes to the heap.
+	if rej, ok := errors.AsType[*scheduler.Rejection](err); ok {
 		retryAfter = rej.RetryAfter
 	}
-	switch {
-	case errors.As(err, &ae):
+	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae.status, ae.msg, ae.retryAfter
+	}
+	switch {
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", orDefault(retryAfter, s.retryFallback())
 	case errors.Is(err, scheduler.ErrClientQueueFull), errors.Is(err, scheduler.ErrDeadlineUnreachable):
@@ -105,9 +105,8 @@ func trimSentinel(err, sentinel error) string {
 // fail answers err in the Python server's envelope: {"detail": "..."} or, for validation,
 // {"detail": [{type, loc, msg, input}]}.
 func (s *Server) fail(c *gin.Context, err error) {
-	var ve *validationError
-	if errors.As(err, &ve) {
-		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"detail": ve.items})
+	if ve, ok := errors.AsType[*validationError](err); ok {
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, validationBody{Detail: ve.items})
 		return
 	}
 	status, msg, retry := s.classify(err)
@@ -116,7 +115,17 @@ func (s *Server) fail(c *gin.Context, err error) {
 		s.log.Error("request failed", "request_id", requestID(c), "status", status, "err", err)
 	}
 	c.Error(err) //nolint:errcheck // recorded for the access log
-	c.AbortWithStatusJSON(status, gin.H{"detail": msg})
+	c.AbortWithStatusJSON(status, detailBody{Detail: msg})
+}
+
+// detailBody and validationBody are the Python server's error envelopes, {"detail": ...}, as
+// structs: encoding a struct skips the map allocation and key sort of a gin.H.
+type detailBody struct {
+	Detail string `json:"detail"`
+}
+
+type validationBody struct {
+	Detail []fieldError `json:"detail"`
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -127,14 +136,17 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // setRetryAfter tells the client when to come back: Retry-After in whole seconds (at least 1),
-// retry-after-ms and x-should-retry as the OpenAI SDKs read them.
+// retry-after-ms and x-should-retry as the OpenAI SDKs read them. The header map is written
+// with the names already in canonical form (header names are case-insensitive on the wire), which
+// spares the per-request canonicalisation of the lower-case spellings.
 func setRetryAfter(c *gin.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
-	c.Header("retry-after-ms", strconv.FormatInt(max(1, int64(math.Ceil(float64(d)/float64(time.Millisecond)))), 10))
-	c.Header("x-should-retry", "true")
+	h := c.Writer.Header()
+	h["Retry-After"] = []string{strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))}
+	h["Retry-After-Ms"] = []string{strconv.FormatInt(max(1, int64(math.Ceil(float64(d)/float64(time.Millisecond)))), 10)}
+	h["X-Should-Retry"] = []string{"true"}
 }
 
 // retryFallback is the Retry-After of a refusal that carries none (a fake scheduler in tests,

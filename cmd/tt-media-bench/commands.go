@@ -96,6 +96,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		reports = append(reports, rep)
+		if rep.SteadyNote != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", rep.Label, rep.SteadyNote)
+		}
 		if *out != "" {
 			if err := writeReport(*out, rep); err != nil {
 				return err
