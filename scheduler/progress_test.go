@@ -11,7 +11,8 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
-// stepRunner reports each step through Task.Progress and waits for a token before the next.
+// stepRunner reports each step through Task.Progress and waits for a token before the next,
+// and for one more before it returns (so the last step's progress can be read while busy).
 type stepRunner struct {
 	steps int
 	next  chan struct{} // one token per step
@@ -33,6 +34,11 @@ func (r *stepRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outc
 		}
 		t.Progress(done, r.steps)
 		r.at <- done
+	}
+	select {
+	case <-r.next:
+	case <-t.Ctx.Done():
+		return []runners.Outcome{{Err: t.Ctx.Err()}}
 	}
 	return []runners.Outcome{{Value: "ok"}}
 }
@@ -62,6 +68,7 @@ func TestWorkerStatusShowsStepProgress(t *testing.T) {
 		done, total = status()
 		require.Equal(t, [2]int{step, r.steps}, [2]int{done, total})
 	}
+	r.next <- struct{}{} // let the job finish
 	require.NoError(t, <-result)
 	waitFor(t, "the worker to go idle", func() bool { d, tot := status(); return d == 0 && tot == 0 })
 }
