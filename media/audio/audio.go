@@ -1,6 +1,6 @@
-// Package audio is the audio front-end: it turns untrusted uploaded audio bytes (WAV, MP3 or
-// FLAC) into mono float32 samples at the rate a model wants, within size and duration limits,
-// and finds the speech in them with a silence-based segmenter.
+// Package audio is the audio front-end: it turns untrusted uploaded audio bytes (WAV, MP3, FLAC,
+// Ogg Vorbis or Ogg Opus) into mono float32 samples at the rate a model wants, within size and
+// duration limits, and finds the speech in them with a silence-based segmenter.
 //
 // Every failure caused by the input wraps one of the sentinel errors below, with a message that
 // says what is wrong, so callers can map it to a client error.
@@ -28,9 +28,11 @@ var (
 
 // Format names returned by Sniff and stored in Decoded.Format.
 const (
-	FormatWAV  = "wav"
-	FormatMP3  = "mp3"
-	FormatFLAC = "flac"
+	FormatWAV    = "wav"
+	FormatMP3    = "mp3"
+	FormatFLAC   = "flac"
+	FormatVorbis = "ogg-vorbis"
+	FormatOpus   = "ogg-opus"
 )
 
 // Sample-rate bounds accepted from a source header and as a target rate.
@@ -50,7 +52,7 @@ type Decoded struct {
 	Samples        []float32 // mono, at SampleRate
 	SampleRate     int       // the target rate asked for
 	Duration       float64   // exact seconds of the source (frames / source rate)
-	Format         string    // "wav", "mp3" or "flac"
+	Format         string    // "wav", "mp3", "flac", "ogg-vorbis" or "ogg-opus"
 	SourceRate     int
 	SourceChannels int
 }
@@ -91,6 +93,10 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 		p, err = decodeMP3(ctx, data, lim)
 	case FormatFLAC:
 		p, err = decodeFLAC(ctx, data, lim)
+	case FormatVorbis:
+		p, err = decodeVorbis(ctx, data, lim)
+	case FormatOpus:
+		p, err = decodeOpus(ctx, data, lim)
 	default:
 		err = fmt.Errorf("%w: %s", ErrUnsupportedFormat, format)
 	}

@@ -64,14 +64,15 @@ func sniffSeeds(t testing.TB) [][]byte {
 		[]byte("ID3\x04\x00\x10\x00\x00\x00\x05hello3DI\x04\x00\x10\x00\x00\x00\x05"),
 		[]byte("hello, this is text"),
 	}
-	s = append(s, wavSeeds(t)[0][:64])
+	s = append(s, wavSeeds(t)[0][:64], vorbisSeeds(t)[1][:120], opusSeeds(t)[0][:80])
 	return append(s, mp3Seeds()[1][:120])
 }
 
 // TestWriteFuzzSeeds writes the seed corpora (go test -run TestWriteFuzzSeeds -update-seeds).
 func TestWriteFuzzSeeds(t *testing.T) {
 	sets := map[string][][]byte{
-		"FuzzDecode": wavSeeds(t), "FuzzMP3": mp3Seeds(), "FuzzSniff": sniffSeeds(t), "FuzzFLAC": flacSeeds(t),
+		"FuzzDecode": decodeSeeds(t), "FuzzMP3": mp3Seeds(), "FuzzSniff": sniffSeeds(t), "FuzzFLAC": flacSeeds(t),
+		"FuzzWAV": wavSeeds(t), "FuzzVorbis": vorbisSeeds(t), "FuzzOpus": opusSeeds(t),
 	}
 	for name, seeds := range sets {
 		dir := filepath.Join("testdata", "fuzz", name)
@@ -112,8 +113,13 @@ func checkDecodeResult(t *testing.T, d *Decoded, err error, lim Limits) {
 	}
 }
 
+// decodeSeeds are the WAV seeds and one of every other format.
+func decodeSeeds(t testing.TB) [][]byte {
+	return append(wavSeeds(t), mp3Seeds()[2], flacSeeds(t)[0], vorbisSeeds(t)[1], opusSeeds(t)[0])
+}
+
 func FuzzDecode(f *testing.F) {
-	for _, s := range wavSeeds(f) {
+	for _, s := range decodeSeeds(f) {
 		f.Add(s)
 	}
 	lim := Limits{MaxBytes: 1 << 20, MaxDuration: 30}
@@ -145,6 +151,6 @@ func FuzzSniff(f *testing.F) {
 			require.True(t, errors.Is(err, ErrInvalidAudio) || errors.Is(err, ErrUnsupportedFormat), "%v", err)
 			return
 		}
-		require.Contains(t, []string{FormatWAV, FormatMP3, FormatFLAC}, format)
+		require.Contains(t, []string{FormatWAV, FormatMP3, FormatFLAC, FormatVorbis, FormatOpus}, format)
 	})
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,8 +94,13 @@ func TestSniff(t *testing.T) {
 		{"id3 claims too much", id3(10, false)[:15], "", ErrInvalidAudio, "ID3v2 tag claims 20 bytes but only 15 follow"},
 		{"flac", []byte("fLaC\x00\x00\x00\x22"), "flac", nil, ""},
 		{"flac after id3v2", cat(id3(10, false), []byte("fLaC\x00\x00\x00\x22")), "flac", nil, ""},
-		{"ogg opus", []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00OpusHead"), "", ErrUnsupportedFormat, "Ogg Opus is not supported; send WAV (PCM or IEEE float), MP3 or FLAC"},
-		{"ogg vorbis", []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x01vorbis"), "", ErrUnsupportedFormat, "Ogg Vorbis"},
+		{"ogg opus", oggPage(1, 0, oggFlagBOS, 0, []byte("OpusHead\x01\x01\x38\x01\x80\xbb\x00\x00\x00\x00\x00")), "ogg-opus", nil, ""},
+		{"ogg vorbis", oggPage(1, 0, oggFlagBOS, 0, []byte("\x01vorbis\x00\x00\x00\x00\x01")), "ogg-vorbis", nil, ""},
+		{"ogg vorbis, first page cut short", oggPage(1, 0, oggFlagBOS, 0, []byte("\x01vorbis\x00\x00\x00\x00\x01"))[:35], "ogg-vorbis", nil, ""},
+		{"ogg theora", oggPage(1, 0, oggFlagBOS, 0, []byte("\x80theora\x03\x02")), "", ErrUnsupportedFormat, "Ogg Theora video is not supported; send WAV (PCM or IEEE float), MP3, FLAC, Ogg Vorbis or Ogg Opus"},
+		{"ogg unknown codec", oggPage(1, 0, oggFlagBOS, 0, []byte("SomethingElse")), "", ErrUnsupportedFormat, "Ogg with an unknown codec"},
+		{"ogg empty first packet", oggPage(1, 0, oggFlagBOS, 0, nil), "", ErrInvalidAudio, "first packet is cut off or empty"},
+		{"ogg header cut", []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00OpusHead"), "", ErrInvalidAudio, "too short for an Ogg page header"},
 		{"m4a", []byte("\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00"), "", ErrUnsupportedFormat, "MP4/M4A"},
 		{"webm", []byte{0x1A, 0x45, 0xDF, 0xA3, 0x9F}, "", ErrUnsupportedFormat, "WebM"},
 		{"aac adts", []byte{0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC}, "", ErrUnsupportedFormat, "AAC (ADTS)"},
@@ -200,5 +208,46 @@ func TestDecodeMP3Alignment(t *testing.T) {
 			}
 		}
 		require.Zero(t, bestLag, mp3)
+	}
+}
+
+// TestMP3ParallelIdentical: decoding an MP3's frames in concurrent chunks (each decoder warmed
+// up on the frames before its chunk) gives exactly the samples of one sequential decoder.
+func TestMP3ParallelIdentical(t *testing.T) {
+	dir := sharedAudioDir(t)
+	for _, tc := range []struct {
+		name              string
+		workers, minChunk int
+	}{
+		{"speech_a_22k05_vbr_mono.mp3", 2, 16},
+		{"speech_a_22k05_vbr_mono.mp3", 7, 16},
+		{"speech_a_22k05_vbr_mono.mp3", 64, 9}, // chunks shorter than the warm-up
+		{slowMP3, 2, mp3MinChunkFrames},
+		{slowMP3, 5, 64},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.name, tc.workers), func(t *testing.T) {
+			skipSlowUnderRace(t, tc.name)
+			if raceEnabled && tc.workers != 7 {
+				t.Skip("go-mp3 is ~25× slower under -race; the race run keeps the 7-chunk case")
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, tc.name))
+			require.NoError(t, err)
+			first, err := locateMP3(raw)
+			require.NoError(t, err)
+			info, err := scanMP3(raw, first)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, info.frames/tc.minChunk, 2, "the case must run in parallel")
+			ctx := context.Background()
+			seq, err := runMP3Decoder(ctx, info.stream, info.frames*info.first.spf)
+			require.NoError(t, err)
+			par, err := runMP3Parallel(ctx, info, tc.workers, tc.minChunk)
+			require.NoError(t, err)
+			require.Equal(t, len(seq), len(par))
+			for i := range seq {
+				if seq[i] != par[i] {
+					t.Fatalf("sample %d (frame %d) differs: %g vs %g", i, i/info.first.spf, seq[i], par[i])
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package audio
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync"
 )
 
@@ -28,6 +29,9 @@ const (
 	rsMaxEntries  = 1 << 20 // largest exact table (rows × taps)
 	rsMaxRows     = 512     // most rows of an interpolated table
 	rsCtxOutputs  = 1 << 15
+	// rsMinBlocksPerWorker: inputs shorter than this many blocks per extra goroutine (~4 s of
+	// 16 kHz output each) are resampled by the caller's goroutine alone.
+	rsMinBlocksPerWorker = 2
 )
 
 // Resample converts mono float32 from one rate to another with a band-limited Kaiser-windowed
@@ -53,11 +57,40 @@ func resampleCtx(ctx context.Context, x []float32, from, to int) ([]float32, err
 		return out, nil
 	}
 	k := cachedKernel(from, to)
-	for b := int64(0); b < outLen; b += rsCtxOutputs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Every output sample is computed on its own, so long inputs are split over GOMAXPROCS
+	// goroutines; the result is identical to one goroutine's. The caller's goroutine hands out
+	// the blocks and alone checks ctx, once per block, as the sequential loop does.
+	blocks := (outLen + rsCtxOutputs - 1) / rsCtxOutputs
+	workers := int(min(int64(runtime.GOMAXPROCS(0)), blocks/rsMinBlocksPerWorker))
+	if workers < 2 {
+		for b := int64(0); b < outLen; b += rsCtxOutputs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			k.run(x, out, b, min(outLen, b+rsCtxOutputs))
 		}
-		k.run(x, out, b, min(outLen, b+rsCtxOutputs))
+		return out, nil
+	}
+	jobs := make(chan int64)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for lo := range jobs {
+				k.run(x, out, lo, min(outLen, lo+rsCtxOutputs))
+			}
+		})
+	}
+	var err error
+	for b := int64(0); b < outLen; b += rsCtxOutputs {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		jobs <- b
+	}
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

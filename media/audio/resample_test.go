@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -133,4 +135,29 @@ func TestResampleConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, want, Resample(x, 44100, 16000))
+}
+
+// TestResampleParallelIdentical: long inputs are resampled by several goroutines; the output is
+// exactly one goroutine's.
+func TestResampleParallelIdentical(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS ≥ 2 to take the parallel path")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, rates := range [][2]int{{44100, 16000}, {8000, 16000}, {48000, 16000}} {
+		x := make([]float32, rates[0]*12)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 0.2)
+		}
+		got, err := resampleCtx(context.Background(), x, rates[0], rates[1])
+		require.NoError(t, err)
+		want := make([]float32, len(got))
+		cachedKernel(rates[0], rates[1]).run(x, want, 0, int64(len(want)))
+		require.Equal(t, want, got, "%d → %d Hz", rates[0], rates[1])
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = resampleCtx(ctx, x, rates[0], rates[1])
+		require.ErrorIs(t, err, context.Canceled)
+	}
 }

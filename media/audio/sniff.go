@@ -5,11 +5,12 @@ import (
 	"fmt"
 )
 
-const acceptedFormats = "send WAV (PCM or IEEE float), MP3 or FLAC"
+const acceptedFormats = "send WAV (PCM or IEEE float), MP3, FLAC, Ogg Vorbis or Ogg Opus"
 
-// Sniff detects the container by its magic bytes (never by file name) and returns "wav", "mp3"
-// or "flac". Empty input wraps ErrInvalidAudio; anything else unknown wraps ErrUnsupportedFormat
-// with a message naming the format when it is recognised and the accepted formats.
+// Sniff detects the container by its magic bytes (never by file name) and returns "wav", "mp3",
+// "flac", "ogg-vorbis" or "ogg-opus" (Ogg by the codec header in its first packet). Empty input
+// wraps ErrInvalidAudio; anything else unknown wraps ErrUnsupportedFormat with a message naming
+// the format when it is recognised and the accepted formats.
 func Sniff(data []byte) (string, error) {
 	if len(data) == 0 {
 		return "", fmt.Errorf("%w: empty audio file", ErrInvalidAudio)
@@ -26,13 +27,7 @@ func Sniff(data []byte) (string, error) {
 	case len(data) >= 4 && string(data[0:4]) == "fLaC":
 		return FormatFLAC, nil
 	case len(data) >= 4 && string(data[0:4]) == "OggS":
-		kind := "Ogg"
-		if bytes.Contains(data[:min(len(data), 128)], []byte("OpusHead")) {
-			kind = "Ogg Opus"
-		} else if bytes.Contains(data[:min(len(data), 128)], []byte("\x01vorbis")) {
-			kind = "Ogg Vorbis"
-		}
-		return "", fmt.Errorf("%w: %s is not supported; %s", ErrUnsupportedFormat, kind, acceptedFormats)
+		return sniffOgg(data)
 	case len(data) >= 12 && string(data[4:8]) == "ftyp":
 		return "", fmt.Errorf("%w: MP4/M4A (AAC) is not supported; %s", ErrUnsupportedFormat, acceptedFormats)
 	case len(data) >= 4 && bytes.Equal(data[0:4], []byte{0x1A, 0x45, 0xDF, 0xA3}):
@@ -54,4 +49,31 @@ func Sniff(data []byte) (string, error) {
 		return "", fmt.Errorf("%w: AAC (ADTS) is not supported; %s", ErrUnsupportedFormat, acceptedFormats)
 	}
 	return "", fmt.Errorf("%w: the data is not a recognised audio file; %s", ErrUnsupportedFormat, acceptedFormats)
+}
+
+// sniffOgg names the codec of an Ogg stream from its first packet.
+func sniffOgg(data []byte) (string, error) {
+	pkt, ok := oggFirstPacket(data)
+	if !ok {
+		return "", fmt.Errorf("%w: file is %d bytes: too short for an Ogg page header", ErrInvalidAudio, len(data))
+	}
+	has := func(p string) bool { return bytes.HasPrefix(pkt, []byte(p)) }
+	var kind string
+	switch {
+	case has("\x01vorbis"):
+		return FormatVorbis, nil
+	case has("OpusHead"):
+		return FormatOpus, nil
+	case has("\x7fFLAC"):
+		kind = "FLAC in Ogg"
+	case has("Speex   "):
+		kind = "Ogg Speex"
+	case has("\x80theora"):
+		kind = "Ogg Theora video"
+	case len(pkt) < 8:
+		return "", fmt.Errorf("%w: Ogg file whose first packet is cut off or empty", ErrInvalidAudio)
+	default:
+		kind = "Ogg with an unknown codec"
+	}
+	return "", fmt.Errorf("%w: %s is not supported; %s", ErrUnsupportedFormat, kind, acceptedFormats)
 }
