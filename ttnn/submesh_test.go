@@ -406,3 +406,22 @@ func BenchmarkSubmeshesInParallel(b *testing.B) {
 		wg.Wait()
 	}
 }
+
+func TestSimScale(t *testing.T) {
+	tests := []struct {
+		name      string
+		want, own float64
+		scale     float64
+	}{
+		{"half the program's time", 0.05, 0.1, 0.5},
+		{"no device time is the smallest positive scale, not 0 (= the program's own)", 0, 0.19, SimNoLatency},
+		{"negative wants none", -1, 0.19, SimNoLatency},
+		{"capped at 1000", 500, 0.1, 1000},
+		{"no own latency leaves the default", 0.1, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.scale, SimScale(tc.want, tc.own))
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package ttnn
 
 import (
+	"math"
 	"context"
 	"errors"
 	"fmt"
@@ -145,8 +146,27 @@ type Options struct {
 	Fabric          Fabric
 	ProgramCache    bool
 	// SimLatencyScale scales the simulator's program latencies on this device (0 means 1;
-	// the metal backend ignores it). TTB_SIM_LATENCY_SCALE in the environment wins.
+	// the metal backend ignores it). TTB_SIM_LATENCY_SCALE in the environment wins. Use
+	// SimScale to ask for a device time, including none.
 	SimLatencyScale float64
+}
+
+// SimNoLatency is the SimLatencyScale of a simulator with no device time: the smallest
+// positive scale, since 0 means "the programs' own latencies".
+const SimNoLatency = math.SmallestNonzeroFloat64
+
+// SimScale is the SimLatencyScale that makes a program whose own latency is own take want
+// instead (both in seconds), clamped to [0, 1000]; want 0 gives SimNoLatency, not 0, so that
+// a zero MOCK_* latency means no device time rather than the programs' own.
+func SimScale(want, own float64) float64 {
+	if !(own > 0) {
+		return 1
+	}
+	s := min(max(want/own, 0), 1000)
+	if s == 0 {
+		return SimNoLatency
+	}
+	return s
 }
 
 // TensorDesc is a tensor's name (may be empty), element type and shape.

@@ -103,6 +103,7 @@ func cnnFactory(model string) runners.Factory {
 			DeviceIDs:       c.opts.DeviceIDs,
 			TraceRegionSize: c.opts.TraceRegionSize,
 			BatchLatency:    batchLatency(lat),
+			NoLatency:       batchLatency(lat) == 0,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", model, err)

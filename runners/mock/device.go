@@ -115,11 +115,11 @@ func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*simCo
 	}
 	lat := LatencyFrom(s)
 	c := &simConfig{opts: ttnn.Options{Mesh: mesh, ProgramCache: true, CommandQueues: 1}}
-	var scale float64
+	var want, own float64 // device time per unit asked for by MOCK_*, and the programs' own
 	switch service(model, s) {
 	case runners.ServiceImage:
 		c.programs, c.traced = []string{progUNet, progVAE}, progUNet
-		scale = lat.PerStep.Seconds() / unetStepLatency
+		want, own = lat.PerStep.Seconds(), unetStepLatency
 		c.opts.L1SmallSize, c.opts.TraceRegionSize = sdxlL1Small, trace(defaultTraceSetting)
 		if isSD35(model) {
 			c.opts.L1SmallSize, c.opts.TraceRegionSize = sd35L1Small, trace(sd35TraceRegion)
@@ -129,11 +129,11 @@ func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*simCo
 		}
 	case runners.ServiceAudio:
 		c.programs, c.traced = []string{progEncoder, progDecoder}, progDecoder
-		scale = lat.PerAudioSec.Seconds() / (encoderLatency/whisperWindow + tokensPerAudioSec*decoderLatency)
+		want, own = lat.PerAudioSec.Seconds(), encoderLatency/whisperWindow+tokensPerAudioSec*decoderLatency
 		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = whisperL1Small, trace(whisperTrace), 2
 	case runners.ServiceCNN:
 		c.programs, c.traced = []string{progResNet}, progResNet
-		scale = lat.PerImage.Seconds() / resnetLatency
+		want, own = lat.PerImage.Seconds(), resnetLatency
 		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = resnetL1Small, trace(resnetTraceRegion), 2
 	default:
 		return nil, false
@@ -141,7 +141,7 @@ func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*simCo
 	if c.opts.CommandQueues == 2 && mesh.Chips() > 1 {
 		c.opts.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
 	}
-	c.opts.SimLatencyScale = min(max(scale, 0), 1000)
+	c.opts.SimLatencyScale = ttnn.SimScale(want, own)
 	return c, true
 }
 

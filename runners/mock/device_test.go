@@ -43,6 +43,10 @@ func TestSimConfigFor(t *testing.T) {
 			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, DeviceIDs: []int{3}, L1SmallSize: 32768, TraceRegionSize: 34541598,
 				CommandQueues: 1, ProgramCache: true},
 			programs: []string{progUNet, progVAE}, traced: progUNet, shared: true}, 0.002 / 0.1903},
+		{"MOCK_STEP_SECONDS=0 is no device time, not the programs' own", RunnerSDXL, mesh(1, 1),
+			processSettings(func(s *config.Settings) { s.MockStepLatency = 0 }), &simConfig{
+				opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 34541598, CommandQueues: 1, ProgramCache: true},
+				programs: []string{progUNet, progVAE}, traced: progUNet}, ttnn.SimNoLatency},
 		{"sdxl", RunnerSDXL, mesh(1, 1), processSettings(nil), &simConfig{
 			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 34541598, CommandQueues: 1, ProgramCache: true},
 			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
@@ -74,6 +78,7 @@ func TestSimConfigFor(t *testing.T) {
 			}
 			require.NotNil(t, got)
 			require.InDelta(t, tt.scale, got.opts.SimLatencyScale, 1e-12)
+			require.Positive(t, got.opts.SimLatencyScale, "0 would mean the programs' own latencies")
 			got.opts.SimLatencyScale = 0
 			require.Equal(t, tt.want, got)
 		})

@@ -42,6 +42,9 @@ type SimConfig struct {
 	// TTB_SIM_LATENCY_SCALE is set in the environment: then a batch takes the program's
 	// 3.404 ms times that scale.
 	BatchLatency time.Duration
+	// NoLatency gives the device no time at all (BatchLatency is then ignored): a zero
+	// MOCK_CNN_SECONDS, where BatchLatency 0 would mean the program's own latency.
+	NoLatency bool
 }
 
 // SimDevice is ResNet-50 on the C simulator (see the adapters' description above). Use it
@@ -88,8 +91,11 @@ func (d *SimDevice) BatchSize() int { return d.fn.batch }
 func (d *SimDevice) Options() ttnn.Options {
 	o := ttnn.Options{Mesh: d.cfg.Mesh, DeviceIDs: append([]int(nil), d.cfg.DeviceIDs...), L1SmallSize: L1SmallSize,
 		TraceRegionSize: TraceRegionSize, CommandQueues: CommandQueues, ProgramCache: true}
-	if d.cfg.BatchLatency > 0 {
-		o.SimLatencyScale = min(d.cfg.BatchLatency.Seconds()/d.fn.batchLatency.Seconds(), 1000)
+	switch {
+	case d.cfg.NoLatency:
+		o.SimLatencyScale = ttnn.SimNoLatency
+	case d.cfg.BatchLatency > 0:
+		o.SimLatencyScale = ttnn.SimScale(d.cfg.BatchLatency.Seconds(), d.fn.batchLatency.Seconds())
 	}
 	if d.cfg.TraceRegionSize > 0 {
 		o.TraceRegionSize = d.cfg.TraceRegionSize

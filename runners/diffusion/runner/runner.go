@@ -538,6 +538,6 @@ func configFor(m Model, spec runners.WorkerSpec) Config {
 	if m == SD35 {
 		step = sd35StepLatency
 	}
-	c.Device.SimLatencyScale = min(max(s.MockStepLatency.Seconds()/step, 0), 1000)
+	c.Device.SimLatencyScale = ttnn.SimScale(s.MockStepLatency.Seconds(), step)
 	return c
 }
