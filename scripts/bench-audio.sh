@@ -24,6 +24,7 @@ RUNS=${RUNS:-10}
 BENCHTIME=${BENCHTIME:-2s}
 PY=${PYTHON:-/usr/bin/python3} # Debian's python3, where python3-torch installs
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench-audio.XXXXXX")}
+mkdir -p "$OUT"
 WAV=$TD/audio/speech_a_44k1_s16_stereo.wav
 MP3=$TD/audio/speech_b_44k1_cbr128_stereo_id3.mp3
 
