@@ -374,7 +374,7 @@ func TestVerboseSegmentDecoderFields(t *testing.T) {
 			name: "no decoder (mock): placeholders",
 			seg:  runners.TranscriptionSegment{StartTime: 3.32, EndTime: 8.47, Text: "People were swimming --> in the ocean."},
 			want: `{"id":4,"seek":332,"start":3.32,"end":8.47,"text":" People were swimming --> in the ocean.","tokens":[],` +
-				`"temperature":0,"avg_logprob":null,"compression_ratio":0.76,"no_speech_prob":null}`,
+				`"temperature":0,"avg_logprob":null,"compression_ratio":0.8260869565217391,"no_speech_prob":null}`,
 		},
 	}
 	for _, tc := range tests {

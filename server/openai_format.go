@@ -1,13 +1,12 @@
 package server
 
 import (
-	"bytes"
-	"compress/zlib"
 	"fmt"
 	"math"
 	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 )
 
 // Tasks of the two audio routes, as verbose_json's "task" names them.
@@ -128,24 +127,8 @@ func verboseSegmentOf(i int, s runners.TranscriptionSegment) verboseSegment {
 	text := strings.TrimSpace(s.Text)
 	return verboseSegment{
 		ID: i, Seek: int(math.Round(s.StartTime * 100)), Start: s.StartTime, End: s.EndTime,
-		Text: " " + text, Tokens: []int{}, CompressionRatio: compressionRatio(text),
+		Text: " " + text, Tokens: []int{}, CompressionRatio: decoding.CompressionRatio(text),
 	}
-}
-
-// compressionRatio is Whisper's gzip-ratio check: text bytes over zlib-compressed bytes, with
-// Go's zlib at Python's default level 6. The compressors differ on short texts (Python's
-// zlib uses fixed Huffman codes where Go's stores the bytes, e.g. 61 vs 54 bytes for a
-// 49-byte sentence), so values for one short segment come out lower than Whisper's; for the
-// repetitive long texts the check exists to catch, both find the repeats.
-func compressionRatio(text string) float64 {
-	if text == "" {
-		return 0
-	}
-	var buf bytes.Buffer
-	w := zlib.NewWriter(&buf)
-	_, _ = w.Write([]byte(text)) // writes to a bytes.Buffer cannot fail
-	_ = w.Close()
-	return float64(len(text)) / float64(buf.Len())
 }
 
 // subtitleTimestamp formats seconds as HH:MM:SS<sep>mmm, rounding to the millisecond (SRT

@@ -55,9 +55,8 @@ func TestOpenAIFormatGoldens(t *testing.T) {
 	require.Equal(t, res.Text+"\n", formatText(res))
 
 	// verbose_json: the golden's keys in OpenAI's order, compared byte for byte once compact
-	// (encoded as writeJSON does, without HTML escaping). Its compression ratios are Go zlib's:
-	// for texts this short Python's zlib picks fixed Huffman codes and gets 0.907, 0.826 and
-	// 0.385 instead (see compressionRatio).
+	// (encoded as writeJSON does, without HTML escaping). Its compression ratios are Python's
+	// len(text) / len(zlib.compress(text)), which whisper computes (runners/whisper/decoding).
 	var got bytes.Buffer
 	enc := json.NewEncoder(&got)
 	enc.SetEscapeHTML(false)
