@@ -63,18 +63,20 @@ func (s *Server) accessLog() gin.HandlerFunc {
 			return
 		}
 		wait, device, jobs := timing.Snapshot()
-		attrs := []any{
-			"request_id", requestID(c), "method", c.Request.Method, "path", c.Request.URL.Path,
-			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds(),
-			"bytes_out", c.Writer.Size(), "client", c.ClientIP(),
-		}
+		var buf [11]slog.Attr // typed attributes in a stack array: no []any boxing per request
+		attrs := append(buf[:0],
+			slog.String("request_id", requestID(c)), slog.String("method", c.Request.Method),
+			slog.String("path", c.Request.URL.Path), slog.Int("status", c.Writer.Status()),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.Int("bytes_out", c.Writer.Size()),
+			slog.String("client", c.ClientIP()))
 		if jobs > 0 {
-			attrs = append(attrs, "jobs", jobs, "queue_ms", wait.Milliseconds(), "device_ms", device.Milliseconds())
+			attrs = append(attrs, slog.Int("jobs", jobs), slog.Int64("queue_ms", wait.Milliseconds()),
+				slog.Int64("device_ms", device.Milliseconds()))
 		}
 		if len(c.Errors) > 0 {
-			attrs = append(attrs, "err", c.Errors.Last().Error())
+			attrs = append(attrs, slog.String("err", c.Errors.Last().Error()))
 		}
-		s.log.Info("request", attrs...)
+		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
 	}
 }
 
