@@ -313,6 +313,30 @@ type piece struct {
 	offset  float64 // seconds from the start of the file
 }
 
+// sampleSlack is how far, in samples, a span's time times the sample rate may miss a whole
+// sample and still count as that sample. Span times reach the runner as differences (a
+// fanned-out chunk's segments are the file's minus the chunk's offset), which carry float
+// error of about 1e-9 samples: 31.646 s arrives as 31.645999999999997, whose floor at
+// 16 kHz would be one sample short. Snapping keeps a speech span's samples, and so what the
+// encoder sees, the same however the file was chunked.
+const sampleSlack = 1e-6
+
+// splitPieces is the audio of each speech span (all of samples without spans): the samples
+// from the span's start (rounded down to a sample) to its end (rounded up), clamped to the
+// audio.
+func splitPieces(samples []float32, spans []runners.Span) []piece {
+	if len(spans) == 0 {
+		return []piece{{samples: samples}}
+	}
+	pieces := make([]piece, 0, len(spans))
+	for _, s := range spans {
+		lo := max(0, min(len(samples), int(math.Floor(s.Start*segment.SampleRate+sampleSlack))))
+		hi := max(lo, min(len(samples), int(math.Ceil(s.End*segment.SampleRate-sampleSlack))))
+		pieces = append(pieces, piece{samples: samples[lo:hi], offset: float64(lo) / segment.SampleRate})
+	}
+	return pieces
+}
+
 // transcribe runs the long-form loop over each piece of the request's audio.
 func (r *Runner) transcribe(ctx context.Context, t runners.Task, req *runners.AudioRequest) (*runners.TranscriptionResult, error) {
 	opts, err := r.options(req)
@@ -327,15 +351,7 @@ func (r *Runner) transcribe(ctx context.Context, t runners.Task, req *runners.Au
 		duration = float64(len(req.Samples)) / segment.SampleRate
 	}
 	diarized := req.Segments != nil
-	pieces := []piece{{samples: req.Samples}}
-	if len(req.Segments) > 0 {
-		pieces = pieces[:0]
-		for _, s := range req.Segments {
-			lo := max(0, min(len(req.Samples), int(math.Floor(s.Start*segment.SampleRate))))
-			hi := max(lo, min(len(req.Samples), int(math.Ceil(s.End*segment.SampleRate))))
-			pieces = append(pieces, piece{samples: req.Samples[lo:hi], offset: float64(lo) / segment.SampleRate})
-		}
-	}
+	pieces := splitPieces(req.Samples, req.Segments)
 	remaining := 0 // mel frames not yet transcribed, for the progress estimate
 	for _, p := range pieces {
 		remaining += len(p.samples) / segment.HopLength
@@ -502,6 +518,6 @@ func configFor(spec runners.WorkerSpec) Config {
 		c.Device.DeviceIDs = spec.Devices
 	}
 	// The simulator's time follows MOCK_AUDIO_SECONDS_PER_SECOND, as the mock runner's.
-	c.Device.SimLatencyScale = min(max(s.MockAudioLatency.Seconds()/(encoderLatency/segment.NFrames*segment.FramesPerSecond+tokensPerAudioSec*decoderLatency), 0), 1000)
+	c.Device.SimLatencyScale = ttnn.SimScale(s.MockAudioLatency.Seconds(), encoderLatency/segment.NFrames*segment.FramesPerSecond+tokensPerAudioSec*decoderLatency)
 	return c
 }
