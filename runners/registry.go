@@ -76,3 +76,23 @@ func (r *Registry) Factory(name string) (Factory, bool) {
 	e, ok := r.entries[name]
 	return e.factory, ok
 }
+
+// SimPipelineBlocker says why a runner's real host pipeline (Whisper, SDXL, SD3.5) cannot serve
+// a worker under these settings, or "" when it can. The pipelines' device programs exist as
+// simulator manifests only, so they need mock-device mode, model files in MODEL_WEIGHTS_PATH,
+// and a device of their own: a worker process, a submesh of the shared parent mesh
+// (sharedParent), or the only device group of the process (the simulator, like TT-Metal,
+// opens one device per process). The factories fall back to the mock runners otherwise.
+func SimPipelineBlocker(s *config.Settings, sharedParent bool) string {
+	switch {
+	case s == nil:
+		return "no settings"
+	case s.ModelWeightsPath == "":
+		return "MODEL_WEIGHTS_PATH is not set"
+	case !s.Mock:
+		return "the pipeline's device programs exist for the simulator only"
+	case s.WorkerIsolation != config.IsolationProcess && len(s.DeviceGroups) > 1 && !sharedParent:
+		return "several in-process device groups cannot each open the simulator"
+	}
+	return ""
+}

@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
@@ -484,7 +483,7 @@ func Register(reg *runners.Registry) {
 func factory(m Model, fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		s := spec.Settings
-		why := usable(s)
+		why := runners.SimPipelineBlocker(s, ttnn.SharedParent() != nil)
 		var r *Runner
 		if why == "" {
 			var err error
@@ -507,24 +506,6 @@ func factory(m Model, fallback runners.Factory) runners.Factory {
 		slog.Info("diffusion runner: using the mock image runner", "runner", m.String(), "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
 	}
-}
-
-// usable says why the real pipeline cannot serve a worker under these settings ("" if it can).
-func usable(s *config.Settings) string {
-	switch {
-	case s == nil:
-		return "no settings"
-	case s.ModelWeightsPath == "":
-		return "MODEL_WEIGHTS_PATH is not set"
-	case !s.Mock:
-		// The device programs are simulator manifests; compiled TT-Metal programs are not
-		// part of this build yet.
-		return "the pipeline's device programs exist for the simulator only"
-	case s.WorkerIsolation != config.IsolationProcess && len(s.DeviceGroups) > 1 && ttnn.SharedParent() == nil:
-		// The simulator, like TT-Metal, opens one device per process.
-		return "several in-process device groups cannot each open the simulator"
-	}
-	return ""
 }
 
 // configFor is the runner configuration of one worker.

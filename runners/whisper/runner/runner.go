@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/mock"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
@@ -471,7 +470,7 @@ func Register(reg *runners.Registry) {
 
 func factory(fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
-		why := usable(spec.Settings)
+		why := runners.SimPipelineBlocker(spec.Settings, ttnn.SharedParent() != nil)
 		if why == "" {
 			r, err := New(configFor(spec))
 			switch {
@@ -489,24 +488,6 @@ func factory(fallback runners.Factory) runners.Factory {
 		slog.Debug("whisper runner: using the mock Whisper runner", "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
 	}
-}
-
-// usable says why the real pipeline cannot serve a worker under these settings ("" if it can).
-func usable(s *config.Settings) string {
-	switch {
-	case s == nil:
-		return "no settings"
-	case s.ModelWeightsPath == "":
-		return "MODEL_WEIGHTS_PATH is not set"
-	case !s.Mock:
-		// The device programs are simulator manifests; compiled TT-Metal programs are not
-		// part of this build yet.
-		return "the Whisper device programs exist for the simulator only"
-	case s.WorkerIsolation != config.IsolationProcess && len(s.DeviceGroups) > 1 && ttnn.SharedParent() == nil:
-		// The simulator, like TT-Metal, opens one device per process.
-		return "several in-process device groups cannot each open the simulator"
-	}
-	return ""
 }
 
 // configFor is the runner configuration of one worker.
