@@ -141,6 +141,12 @@ func balancedLimit(segs []runners.Span, maxSeconds float64, workers int) float64
 func makeChunk(req *runners.AudioRequest, rate int, start, end float64, segs []runners.Span) Chunk {
 	n := len(req.Samples)
 	lo := min(n, max(0, int(math.Floor(start*float64(rate)))))
+	if hop := rate / 100; hop > 0 && rate%100 == 0 {
+		// Start on a 10 ms mel-frame boundary (Whisper's hop): the chunk's offset is then a
+		// whole number of frames, so a segment's Seek re-based by Merge is the same frame the
+		// one-job run reports, whatever the speech segments' times are.
+		lo -= lo % hop
+	}
 	hi := min(n, max(lo, int(math.Ceil(end*float64(rate)))))
 	off := float64(lo) / float64(rate)
 	length := float64(hi-lo) / float64(rate)

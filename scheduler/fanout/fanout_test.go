@@ -608,3 +608,22 @@ func FuzzSplitMerge(f *testing.F) {
 		}
 	})
 }
+
+// TestSplitStartsOnMelFrames: chunk offsets are whole 10 ms frames even when the speech
+// segments' times are not, so a Seek re-based to the file is the frame a one-job run reports;
+// every segment still lies inside its chunk.
+func TestSplitStartsOnMelFrames(t *testing.T) {
+	req := request(100, sp(0.0031, 20.1237), sp(33.06617, 52.00049), sp(61.2345, 88.8888))
+	plan := Split(req, 0, 4)
+	require.Greater(t, len(plan.Chunks), 1)
+	for i, c := range plan.Chunks {
+		frames := c.Offset * 100
+		require.InDelta(t, math.Round(frames), frames, 1e-9, "chunk %d offset %v is not a whole frame", i, c.Offset)
+		first := int(c.Req.Samples[0]) // request() numbers the samples
+		require.Zero(t, first%160, "chunk %d starts at sample %d", i, first)
+		for _, s := range c.Req.Segments {
+			require.GreaterOrEqual(t, s.Start, 0.0)
+			require.LessOrEqual(t, s.End, c.Req.Duration)
+		}
+	}
+}
