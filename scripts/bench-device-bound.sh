@@ -58,7 +58,15 @@ case "$KIND" in
     CAL_REQUESTS=${CAL_REQUESTS:-20}
     BENCH_ARGS=(--kind image --steps "$STEPS")
     # latency_env L: the server variables that make one request take L seconds of device time.
-    latency_env() { echo "MOCK_STEP_SECONDS=$(python3 -c "print($1 / $STEPS)")"; }
+    # The simulated device also decodes with the VAE once per image, at the same scale as the
+    # UNet steps: VAE_STEPS = its latency in UNet steps (663 / 190.3 ms in ttnn/programs), so
+    # STEPS·step + VAE_STEPS·step = L. (Leaving the VAE out made the device time 17.0 s for an
+    # L of 13.15 s, and P2 then measured the wrong capacity.)
+    VAE_STEPS=$(python3 -c "
+import re
+ms = lambda f: float(re.search(r'^latency_ms\s+(\S+)', open('$ROOT/ttnn/programs/' + f).read(), re.M).group(1))
+print(ms('sdxl-vae.ttbsim') / ms('sdxl-unet.ttbsim'))")
+    latency_env() { echo "MOCK_STEP_SECONDS=$(python3 -c "print($1 / ($STEPS + $VAE_STEPS))")"; }
     ;;
   cnn)
     RUNNER=tt-xla-resnet
