@@ -1,10 +1,10 @@
 package ttnn
 
 import (
-	"math"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Sentinel errors; every error from this package wraps one of them (test with errors.Is).
