@@ -439,3 +439,142 @@ func FuzzScript(f *testing.F) {
 		}
 	})
 }
+
+// batchStep drives whisper-decoder-step-b2: one token per row per run, row r reading the
+// encoder states filled with fills[r].
+type batchStep struct {
+	t        *testing.T
+	prog     *Program
+	ids, pos *Tensor
+	enc      []*Tensor
+}
+
+func newBatchStep(t *testing.T, fills ...byte) *batchStep {
+	t.Helper()
+	d := openDev(t, Options{Mesh: MeshShape{Rows: 1, Cols: 1}, CommandQueues: 1})
+	p, err := d.LoadProgram(bg, filepath.Join("programs", "whisper-decoder-step-b2.ttbsim"))
+	require.NoError(t, err)
+	fn, err := p.Function("step")
+	require.NoError(t, err)
+	require.Len(t, fn.Inputs, 2+len(fills))
+	s := &batchStep{t: t, prog: p}
+	s.ids = upload(t, d, fn.Inputs[0], make([]byte, 4*len(fills)), true)
+	s.pos = upload(t, d, fn.Inputs[1], make([]byte, 4*len(fills)), true)
+	for r, fill := range fills {
+		enc := make([]byte, fn.Inputs[2+r].Bytes())
+		for i := range enc {
+			enc[i] = fill + byte(i%7)
+		}
+		s.enc = append(s.enc, upload(t, d, fn.Inputs[2+r], enc, true))
+	}
+	return s
+}
+
+// run feeds ids[r] at pos[r] to each row (pos 0xFFFFFFFF: padding) and returns each row's logits.
+func (s *batchStep) run(ids, pos []uint32) ([][]float32, error) {
+	b := make([]byte, 4*len(ids))
+	for r, id := range ids {
+		binary.LittleEndian.PutUint32(b[4*r:], id)
+	}
+	if err := s.ids.Write(bg, 0, b); err != nil {
+		return nil, err
+	}
+	for r, p := range pos {
+		binary.LittleEndian.PutUint32(b[4*r:], p)
+	}
+	if err := s.pos.Write(bg, 0, b); err != nil {
+		return nil, err
+	}
+	outs, err := s.prog.Run(bg, 0, "step", append([]*Tensor{s.ids, s.pos}, s.enc...)...)
+	if err != nil {
+		return nil, err
+	}
+	raw := read(s.t, outs[0])
+	require.NoError(s.t, outs[0].Free())
+	rows := make([][]float32, len(ids))
+	for r := range rows {
+		rows[r] = make([]float32, v3Vocab)
+		for i := range rows[r] {
+			rows[r][i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(r*v3Vocab+i):]))
+		}
+	}
+	return rows, nil
+}
+
+const pad = math.MaxUint32
+
+func TestScriptBatchedRows(t *testing.T) {
+	// Rows take the decodes in the order they begin them (in one step: by row); each row keeps
+	// its own sequence, and a padding row neither steps nor disturbs it.
+	writeScript(t, fmt.Sprintf(`ttb-sim-script 1
+decode
+emit %[1]d 440 441 %[2]d
+decode
+emit %[1]d 500 %[2]d
+decode
+emit %[1]d 600 %[2]d
+`, v3TS0, v3TS0+50))
+	s := newBatchStep(t, 1, 2)
+	l, err := s.run([]uint32{v3SOT, v3SOT}, []uint32{0, 0})
+	require.NoError(t, err)
+	require.Equal(t, []int{v3TS0, v3TS0}, []int{argmax(l[0]), argmax(l[1])})
+	l, err = s.run([]uint32{v3TS0, v3TS0}, []uint32{1, 1})
+	require.NoError(t, err)
+	require.Equal(t, []int{440, 500}, []int{argmax(l[0]), argmax(l[1])})
+	l, err = s.run([]uint32{0, 500}, []uint32{pad, 2})
+	require.NoError(t, err)
+	require.Equal(t, make([]float32, v3Vocab), l[0], "a padding row's logits are zero")
+	require.Equal(t, v3TS0+50, argmax(l[1]))
+	l, err = s.run([]uint32{440, v3SOT}, []uint32{2, 0})
+	require.NoError(t, err)
+	require.Equal(t, 441, argmax(l[0]), "row 0 goes on after the padded step")
+	require.Equal(t, v3TS0, argmax(l[1]), "row 1 restarted: the third decode")
+	l, err = s.run([]uint32{pad, v3TS0}, []uint32{pad, 1})
+	require.NoError(t, err)
+	require.Equal(t, 600, argmax(l[1]))
+	_, err = s.run([]uint32{0, 0}, []uint32{pad, 5})
+	require.ErrorContains(t, err, "row 1: decoder step at position 5 after 2 tokens")
+}
+
+func TestScriptBatchedUnscriptedRows(t *testing.T) {
+	// Without a script each row's decode comes from its own encoder states: row r of a batch
+	// says what a batch-1 step on the same states says.
+	t.Setenv("TTB_SIM_SCRIPT", "")
+	sot := []uint32{v3SOT, v3En, v3Transcr}
+	var alone [][]int
+	for _, fill := range []byte{1, 5} {
+		t.Run(fmt.Sprintf("alone fill=%d", fill), func(t *testing.T) { // one device at a time
+			got, _ := newDecoderStep(t, fill).greedyDecode(sot)
+			alone = append(alone, got)
+		})
+	}
+	require.Len(t, alone, 2)
+	require.NotEqual(t, alone[0], alone[1], "the fills give different decodes")
+	s := newBatchStep(t, 1, 5)
+	var got [2][]int
+	var done [2]bool
+	for fed := 0; !done[0] || !done[1]; fed++ {
+		var ids, pos [2]uint32
+		for r := range 2 {
+			switch {
+			case done[r]:
+				ids[r], pos[r] = 0, pad
+			case fed < len(sot):
+				ids[r], pos[r] = sot[fed], uint32(fed)
+			default:
+				ids[r], pos[r] = uint32(got[r][len(got[r])-1]), uint32(fed)
+			}
+		}
+		l, err := s.run(ids[:], pos[:])
+		require.NoError(t, err)
+		for r := range 2 {
+			if done[r] || fed < len(sot)-1 {
+				continue
+			}
+			got[r] = append(got[r], argmax(l[r]))
+			done[r] = got[r][len(got[r])-1] == v3EOT || len(got[r]) == 30
+		}
+	}
+	require.Equal(t, alone[0], got[0])
+	require.Equal(t, alone[1], got[1])
+}

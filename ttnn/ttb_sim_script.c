@@ -1,11 +1,13 @@
 // Scripted Whisper decoder steps for the simulator. A program function whose inputs include
-// `input_ids` (u32, one token) and `position` (u32) and whose output `logits` (f32) ends in
-// a Whisper vocabulary (n_vocab >= 51864) is a decoder step: the simulator keeps the token
-// sequence fed so far (its "KV cache"), and from each <|startoftranscript|> on it writes logits
-// that favour one token per step. Which tokens comes from the script named by TTB_SIM_SCRIPT
-// (read when the program is loaded), or, without a script, from a hash of the encoder states,
-// so that an unscripted decode is deterministic, sensible and terminates. See README.md,
-// "Scripted Whisper decoding".
+// `input_ids` (u32, one token per row) and `position` (u32 per row) and whose output
+// `logits` (f32) ends in a Whisper vocabulary (n_vocab >= 51864) is a decoder step: the
+// simulator keeps the token sequence fed so far (its "KV cache"), and from each
+// <|startoftranscript|> on it writes logits that favour one token per step. Which tokens
+// comes from the script named by TTB_SIM_SCRIPT (read when the program is loaded), or,
+// without a script, from a hash of the encoder states, so that an unscripted decode is
+// deterministic, sensible and terminates. A batched step (input_ids and position of B
+// tokens, logits of B rows) runs B independent rows, each with its own sequence and decode;
+// position 0xFFFFFFFF marks a padding row. See README.md, "Scripted Whisper decoding".
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -22,6 +24,8 @@
 #define SCRIPT_DEFAULT_LOGPROB -0.05  /* log probability of a favoured token */
 #define SCRIPT_DEFAULT_NOSPEECH 0.01  /* P(<|nospeech|>) at the <|startoftranscript|> position */
 #define SCRIPT_MIN_VOCAB 51864        /* English-only Whisper vocabulary */
+#define SCRIPT_MAX_ROWS 32            /* rows of a batched decoder step */
+#define SCRIPT_PAD 0xFFFFFFFFu        /* position of a padding row: no step, zero logits */
 
 /* One buffer of a program run, as ttb_sim.c hands it over. */
 typedef struct {
@@ -43,17 +47,22 @@ typedef struct {
   double nospeech, logprob;
 } script_decode;
 
-typedef struct ttb_sim_script {
-  char path[256];
-  script_decode *dec;
-  uint32_t n_dec, cap_dec, next;
-  /* The decoder's sequence: tokens by position, and the decode that began at its last SOT. */
+/* One row of a (batched) decoder step: its sequence, tokens by position, and the decode
+ * that began at its last SOT. */
+typedef struct {
   uint32_t hist[SCRIPT_CTX], len;
   int32_t sot_pos;      /* position of the last <|startoftranscript|>, -1 = none */
   int32_t cur;          /* index into dec of the decode in progress; -1 = unscripted */
   script_decode dflt;   /* the unscripted decode in progress */
   int32_t dflt_ids[16];
-  uint64_t decodes;     /* decodes begun */
+} script_row;
+
+typedef struct ttb_sim_script {
+  char path[256];
+  script_decode *dec;
+  uint32_t n_dec, cap_dec, next; /* next: the decode the next row to begin one takes */
+  uint64_t decodes;              /* decodes begun, over all rows */
+  script_row rows[SCRIPT_MAX_ROWS];
 } ttb_sim_script;
 
 ttb_status ttb_sim_script_open(ttb_sim_script **out);
@@ -169,8 +178,10 @@ ttb_status ttb_sim_script_open(ttb_sim_script **out) {
   *out = NULL;
   ttb_sim_script *s = calloc(1, sizeof *s);
   if (s == NULL) return ttb_fail(TTB_OUT_OF_MEMORY, "host allocation failed");
-  s->sot_pos = -1;
-  s->cur = -1;
+  for (uint32_t r = 0; r < SCRIPT_MAX_ROWS; r++) {
+    s->rows[r].sot_pos = -1;
+    s->rows[r].cur = -1;
+  }
   const char *path = getenv("TTB_SIM_SCRIPT");
   if (path != NULL && *path) {
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -224,7 +235,7 @@ static const ttb_sim_buf *find(const ttb_sim_buf *b, uint32_t n, const char *nam
 
 /* The unscripted decode: " This is simulated speech number N." between <|0.00|> and <|2.00|>,
  * N (one..twelve) from a hash of the encoder states. */
-static void default_decode(ttb_sim_script *s, vocab v, uint64_t h) {
+static void default_decode(script_row *s, vocab v, uint64_t h) {
   static const int32_t multi[] = {639, 307, 41713, 6218, 1230}, multi_n[] = {472, 732, 1045, 1451, 1732, 2309, 3407, 3180, 4949, 2064, 21090, 14390};
   static const int32_t en[] = {770, 318, 28590, 4046, 1271}, en_n[] = {530, 734, 1115, 1440, 1936, 2237, 3598, 3624, 5193, 3478, 22216, 14104};
   const int32_t *w = v.n >= 51865 ? multi : en, *num = v.n >= 51865 ? multi_n : en_n;
@@ -260,36 +271,50 @@ static ttb_status mismatch(const ttb_sim_script *s, const script_decode *d, cons
                   s->path, d->line, (unsigned long long)s->decodes, what, at, got, want);
 }
 
+/* row_hash hashes what row r of a B-row step reads besides its token and position: with B
+ * such inputs (one encoder state per row) the r-th, else all of them. */
+static uint64_t row_hash(const ttb_sim_buf *in, uint32_t n_in, uint32_t r, uint32_t B) {
+  uint32_t n_other = 0;
+  for (uint32_t i = 0; i < n_in; i++)
+    if (strcmp(in[i].desc->name, "input_ids") != 0 && strcmp(in[i].desc->name, "position") != 0 && in[i].data != NULL) n_other++;
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n_in; i++)
+    if (strcmp(in[i].desc->name, "input_ids") != 0 && strcmp(in[i].desc->name, "position") != 0 && in[i].data != NULL) {
+      if (B == 1 || n_other != B || k == r) h ^= hash_bytes(in[i].data, in[i].bytes);
+      k++;
+    }
+  return h;
+}
+
 /* begin_decode starts the decode of a <|startoftranscript|> fed at position pos. */
-static ttb_status begin_decode(ttb_sim_script *s, vocab v, uint32_t pos, const ttb_sim_buf *in, uint32_t n_in) {
+static ttb_status begin_decode(ttb_sim_script *s, script_row *row, vocab v, uint32_t pos, uint64_t h) {
   s->decodes++;
-  s->sot_pos = (int32_t)pos;
+  row->sot_pos = (int32_t)pos;
   if (s->path[0] == 0) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
-    for (uint32_t i = 0; i < n_in; i++)
-      if (strcmp(in[i].desc->name, "input_ids") != 0 && strcmp(in[i].desc->name, "position") != 0 && in[i].data != NULL)
-        h ^= hash_bytes(in[i].data, in[i].bytes);
-    default_decode(s, v, h);
-    s->cur = -1;
+    default_decode(row, v, h);
+    row->cur = -1;
     return TTB_OK;
   }
   if (s->next >= s->n_dec)
     return ttb_fail(TTB_INVALID_ARGUMENT, "TTB_SIM_SCRIPT %s: decode %llu begins (<|startoftranscript|> at position %u) but the script has only %u",
                     s->path, (unsigned long long)s->decodes, pos, s->n_dec);
-  s->cur = (int32_t)s->next++;
-  const script_decode *d = &s->dec[s->cur];
+  row->cur = (int32_t)s->next++;
+  const script_decode *d = &s->dec[row->cur];
   if (d->prompt.set) {
     /* The tokens before <|startoftranscript|>: <|startofprev|> and the prompt, or nothing. */
     uint32_t want = d->prompt.n ? d->prompt.n + 1 : 0;
     if (pos != want)
       return ttb_fail(TTB_INVALID_ARGUMENT, "TTB_SIM_SCRIPT %s:%d (decode %llu): %u tokens before <|startoftranscript|>, the script expects %u",
                       s->path, d->line, (unsigned long long)s->decodes, pos, want);
-    if (want > 0 && s->hist[0] != v.sot_prev) return mismatch(s, d, "prompt", 0, s->hist[0], (int32_t)v.sot_prev);
+    if (want > 0 && row->hist[0] != v.sot_prev) return mismatch(s, d, "prompt", 0, row->hist[0], (int32_t)v.sot_prev);
     for (uint32_t i = 0; i < d->prompt.n; i++)
-      if (s->hist[i + 1] != (uint32_t)d->prompt.ids[i]) return mismatch(s, d, "prompt", i + 1, s->hist[i + 1], d->prompt.ids[i]);
+      if (row->hist[i + 1] != (uint32_t)d->prompt.ids[i]) return mismatch(s, d, "prompt", i + 1, row->hist[i + 1], d->prompt.ids[i]);
   }
   return TTB_OK;
 }
+
+static ttb_status row_step(ttb_sim_script *s, script_row *row, vocab v, uint32_t id, uint32_t pos, uint64_t h, float *logits);
 
 /* ttb_sim_script_apply computes a Whisper decoder step's logits (*handled = 1); for any other
  * function it does nothing (*handled = 0) and the simulator fills the outputs. */
@@ -298,43 +323,60 @@ ttb_status ttb_sim_script_apply(ttb_sim_script *s, const ttb_sim_buf *in, uint32
   if (s == NULL || n_out != 1) return TTB_OK;
   const ttb_sim_buf *ids = find(in, n_in, "input_ids", TTB_U32), *posb = find(in, n_in, "position", TTB_U32);
   const ttb_sim_buf *lg = find(out, n_out, "logits", TTB_F32);
-  if (ids == NULL || posb == NULL || lg == NULL || ids->bytes != 4 || posb->bytes != 4) return TTB_OK;
+  if (ids == NULL || posb == NULL || lg == NULL || ids->bytes != posb->bytes || ids->bytes % 4 != 0) return TTB_OK;
+  uint32_t B = (uint32_t)(ids->bytes / 4);
+  if (B < 1 || B > SCRIPT_MAX_ROWS) return TTB_OK;
   uint32_t nv = lg->desc->shape[lg->desc->rank - 1];
-  if (nv < SCRIPT_MIN_VOCAB || lg->bytes != (size_t)nv * 4) return TTB_OK; /* not a Whisper decoder step */
+  if (nv < SCRIPT_MIN_VOCAB || lg->bytes != (size_t)B * nv * 4) return TTB_OK; /* not a Whisper decoder step */
   vocab v = vocab_of(nv);
   *handled = 1;
-  float *logits = lg->data;
-  memset(logits, 0, lg->bytes); /* flat: also what prompt positions (before a SOT) return */
-  uint32_t id, pos;
-  memcpy(&id, ids->data, 4);
-  memcpy(&pos, posb->data, 4);
-  if (pos >= SCRIPT_CTX) return ttb_fail(TTB_INVALID_ARGUMENT, "decoder step at position %u: beyond n_text_ctx %d", pos, SCRIPT_CTX);
-  if (pos > s->len) return ttb_fail(TTB_INVALID_ARGUMENT, "decoder step at position %u after %u tokens: the KV cache has a gap", pos, s->len);
-  if (id >= nv) return ttb_fail(TTB_INVALID_ARGUMENT, "decoder step: token %u outside the vocabulary of %u", id, nv);
-  s->hist[pos] = id;
-  s->len = pos + 1;
-  if (s->sot_pos >= (int32_t)pos) { /* the sequence restarted at or before the last SOT */
-    s->sot_pos = -1;
-    s->cur = -1;
-    s->dflt.emit.n = 0;
-  }
-  if (id == v.sot) {
-    ttb_status st = begin_decode(s, v, pos, in, n_in);
+  memset(lg->data, 0, lg->bytes); /* flat: also what prompt positions (before a SOT) return */
+  for (uint32_t r = 0; r < B; r++) {
+    uint32_t id, pos;
+    memcpy(&id, (const char *)ids->data + 4 * r, 4);
+    memcpy(&pos, (const char *)posb->data + 4 * r, 4);
+    if (B > 1 && pos == SCRIPT_PAD) continue; /* a padding row */
+    ttb_status st = row_step(s, &s->rows[r], v, id, pos, row_hash(in, n_in, r, B), (float *)lg->data + (size_t)r * nv);
+    if (st && B > 1) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", ttb_last_error());
+      return ttb_fail(st, "row %u: %s", r, msg);
+    }
     if (st) return st;
   }
-  if (s->sot_pos < 0) return TTB_OK; /* prompt tokens: nobody reads these logits */
-  const script_decode *d = s->cur >= 0 ? &s->dec[s->cur] : &s->dflt;
-  uint32_t L = pos - (uint32_t)s->sot_pos + 1; /* tokens fed since (and with) the SOT */
+  return TTB_OK;
+}
+
+/* row_step feeds id at pos to one row and writes its logits. */
+static ttb_status row_step(ttb_sim_script *s, script_row *row, vocab v, uint32_t id, uint32_t pos, uint64_t h, float *logits) {
+  uint32_t nv = v.n;
+  if (pos >= SCRIPT_CTX) return ttb_fail(TTB_INVALID_ARGUMENT, "decoder step at position %u: beyond n_text_ctx %d", pos, SCRIPT_CTX);
+  if (pos > row->len) return ttb_fail(TTB_INVALID_ARGUMENT, "decoder step at position %u after %u tokens: the KV cache has a gap", pos, row->len);
+  if (id >= nv) return ttb_fail(TTB_INVALID_ARGUMENT, "decoder step: token %u outside the vocabulary of %u", id, nv);
+  row->hist[pos] = id;
+  row->len = pos + 1;
+  if (row->sot_pos >= (int32_t)pos) { /* the sequence restarted at or before the last SOT */
+    row->sot_pos = -1;
+    row->cur = -1;
+    row->dflt.emit.n = 0;
+  }
+  if (id == v.sot) {
+    ttb_status st = begin_decode(s, row, v, pos, h);
+    if (st) return st;
+  }
+  if (row->sot_pos < 0) return TTB_OK; /* prompt tokens: nobody reads these logits */
+  const script_decode *d = row->cur >= 0 ? &s->dec[row->cur] : &row->dflt;
+  uint32_t L = pos - (uint32_t)row->sot_pos + 1; /* tokens fed since (and with) the SOT */
   uint32_t P;                                  /* length of the sot sequence */
   if (d->expect.set) {
     for (uint32_t i = 0; i < L && i < d->expect.n; i++) {
-      uint32_t got = s->hist[s->sot_pos + (int32_t)i];
+      uint32_t got = row->hist[row->sot_pos + (int32_t)i];
       if (got != (uint32_t)d->expect.ids[i]) return mismatch(s, d, "sot sequence", i, got, d->expect.ids[i]);
     }
     P = d->expect.n;
   } else {
     P = 1;
-    while (P < L && s->hist[s->sot_pos + (int32_t)P] > v.eot && s->hist[s->sot_pos + (int32_t)P] < v.ts_begin) P++;
+    while (P < L && row->hist[row->sot_pos + (int32_t)P] > v.eot && row->hist[row->sot_pos + (int32_t)P] < v.ts_begin) P++;
   }
   int32_t fav;
   double lp = d->logprob;

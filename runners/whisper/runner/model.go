@@ -407,7 +407,9 @@ func capture(ctx context.Context, dev *ttnn.Device, p *ttnn.Program, fn string, 
 
 func freeAll(ts ...*ttnn.Tensor) {
 	for _, t := range ts {
-		_ = t.Free()
+		if t != nil {
+			_ = t.Free()
+		}
 	}
 }
 

@@ -6,7 +6,9 @@
 // requested language, transcribe or translate, the prompt, the temperature fallback schedule
 // from the request's temperature, per-segment decoder statistics, a streamed chunk per
 // segment as soon as it is final, progress per window, and cancellation between decoder
-// steps and windows. With pre-processing on, each speech span is transcribed on its own and
+// steps and windows. With MAX_BATCH_SIZE above 1 a scheduler batch's requests run together,
+// one lane each, their decoder steps batched into one device step per token (batch.go). With
+// pre-processing on, each speech span is transcribed on its own and
 // its segments are re-based to the file. There are no word timestamps: the device programs
 // return no cross-attention weights.
 //
@@ -79,6 +81,9 @@ type Config struct {
 	Seed uint64
 	// Logger may be nil.
 	Logger *slog.Logger
+	// MaxBatchSize (MAX_BATCH_SIZE) above 1 runs a scheduler batch's tasks together, up to
+	// this many windows per decoder device step (BatchModel); 0 or 1 runs them one by one.
+	MaxBatchSize int
 }
 
 // DeviceOptions returns the Python Whisper runner's device options on mesh: l1_small_size
@@ -148,7 +153,9 @@ type Runner struct {
 	mu     sync.Mutex
 	closed bool
 	dev    *ttnn.Device
-	model  *Model
+	model  *Model      // MaxBatchSize <= 1
+	batch  *BatchModel // MaxBatchSize > 1
+	nMels  int
 }
 
 // New checks the programs and loads the vocabulary; the device is opened by Warmup.
@@ -207,37 +214,69 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
 			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, lost(err))
 	}
-	if r.model, err = LoadModel(ctx, r.dev, r.cfg.Programs); err != nil {
-		return lost(err)
+	var model transcribe.Model
+	traced, sizes := false, []int{1}
+	if r.cfg.MaxBatchSize > 1 {
+		if r.batch, err = LoadBatchModel(ctx, r.dev, r.cfg.Programs, r.cfg.MaxBatchSize); err != nil {
+			return lost(err)
+		}
+		r.nMels, traced, sizes = r.batch.NMels(), r.batch.Traced(), r.batch.Sizes()
+		r.batch.Begin(0)
+		defer r.batch.Finish(0)
+		model = r.batch.Lane(0)
+	} else {
+		if r.model, err = LoadModel(ctx, r.dev, r.cfg.Programs); err != nil {
+			return lost(err)
+		}
+		r.nMels, traced, model = r.model.NMels(), r.model.Traced(), r.model
 	}
 	warm := &runners.AudioRequest{Samples: make([]float32, segment.SampleRate), SampleRate: segment.SampleRate, Duration: 1, Language: "en"}
-	if _, err := r.transcribe(ctx, runners.Task{Ctx: ctx, Request: warm}, warm); err != nil {
+	if _, err := r.transcribe(ctx, model, runners.Task{Ctx: ctx, Request: warm}, warm); err != nil {
 		return fmt.Errorf("warm-up inference: %w", err)
 	}
-	r.log.Info("whisper runner ready", "mesh", r.dev.Info().Mesh, "n_vocab", r.tok.NVocab(), "n_mels", r.model.NMels(), "traced", r.model.Traced())
+	r.log.Info("whisper runner ready", "mesh", r.dev.Info().Mesh, "n_vocab", r.tok.NVocab(), "n_mels", r.nMels, "traced", traced, "batch_sizes", sizes)
 	return nil
 }
 
-// Run transcribes the tasks one after the other (the device programs take one window at a
-// time). Each task runs under its own context, also ended by ctx.
+// Run transcribes the tasks: with MaxBatchSize above 1 up to BatchModel.Rows() of them at
+// once, each on its own lane of batched decoder steps, else one after the other. Each task
+// runs under its own context, also ended by ctx; one task's end does not stop the others.
 func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]runners.Outcome, len(tasks))
-	for i, t := range tasks {
-		switch {
-		case r.closed:
+	switch {
+	case r.closed:
+		for i := range out {
 			out[i].Err = ErrClosed
-		case r.model == nil:
+		}
+	case r.model == nil && r.batch == nil:
+		for i := range out {
 			out[i].Err = ErrNotWarm
-		default:
-			out[i] = r.runTask(ctx, t)
+		}
+	case r.batch != nil:
+		for lo := 0; lo < len(tasks); lo += r.batch.Rows() {
+			hi := min(len(tasks), lo+r.batch.Rows())
+			var wg sync.WaitGroup
+			for i := lo; i < hi; i++ {
+				row := i - lo
+				r.batch.Begin(row)
+				wg.Go(func() {
+					defer r.batch.Finish(row)
+					out[i] = r.runTask(ctx, r.batch.Lane(row), tasks[i])
+				})
+			}
+			wg.Wait()
+		}
+	default:
+		for i, t := range tasks {
+			out[i] = r.runTask(ctx, r.model, t)
 		}
 	}
 	return out
 }
 
-func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome) {
+func (r *Runner) runTask(ctx context.Context, model transcribe.Model, t runners.Task) (o runners.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", mock.RunnerWhisper, p)}
@@ -255,7 +294,7 @@ func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	res, err := r.transcribe(tctx, t, req)
+	res, err := r.transcribe(tctx, model, t, req)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && parent.Err() == nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w: %w", err, ctxErr)
@@ -275,7 +314,7 @@ func (e *badRequest) Is(target error) bool { return target == runners.ErrBadRequ
 // options are the transcription options of a request.
 func (r *Runner) options(req *runners.AudioRequest) (transcribe.Options, error) {
 	opts := transcribe.DefaultOptions()
-	opts.NMels = r.model.NMels()
+	opts.NMels = r.nMels
 	opts.Seed = r.cfg.Seed
 	if req.Language != "" {
 		code, err := tokenizer.NormalizeLanguage(req.Language)
@@ -337,7 +376,7 @@ func splitPieces(samples []float32, spans []runners.Span) []piece {
 }
 
 // transcribe runs the long-form loop over each piece of the request's audio.
-func (r *Runner) transcribe(ctx context.Context, t runners.Task, req *runners.AudioRequest) (*runners.TranscriptionResult, error) {
+func (r *Runner) transcribe(ctx context.Context, model transcribe.Model, t runners.Task, req *runners.AudioRequest) (*runners.TranscriptionResult, error) {
 	opts, err := r.options(req)
 	if err != nil {
 		return nil, err
@@ -394,7 +433,7 @@ func (r *Runner) transcribe(ctx context.Context, t runners.Task, req *runners.Au
 				cancel(emitErr)
 			}
 		}
-		out, err := transcribe.Transcribe(ctx, r.model, r.tok, p.samples, opts, onSegment)
+		out, err := transcribe.Transcribe(ctx, model, r.tok, p.samples, opts, onSegment)
 		if emitErr != nil {
 			return nil, emitErr
 		}
@@ -439,6 +478,10 @@ func (r *Runner) closeDevice() error {
 	if r.model != nil {
 		errs = append(errs, r.model.Close())
 		r.model = nil
+	}
+	if r.batch != nil {
+		errs = append(errs, r.batch.Close())
+		r.batch = nil
 	}
 	if r.dev != nil {
 		if err := r.dev.Close(); err != nil && !errors.Is(err, ttnn.ErrDeviceLost) && !errors.Is(err, ttnn.ErrTimeout) {
@@ -494,7 +537,7 @@ func factory(fallback runners.Factory) runners.Factory {
 func configFor(spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := Config{WeightsDir: s.ModelWeightsPath, Backend: "sim", Device: DeviceOptions(mesh, s.TraceRegionSize), Logger: slog.Default()}
+	c := Config{WeightsDir: s.ModelWeightsPath, Backend: "sim", Device: DeviceOptions(mesh, s.TraceRegionSize), Logger: slog.Default(), MaxBatchSize: s.MaxBatchSize}
 	if ttnn.SharedParent() != nil {
 		c.Device.DeviceIDs = spec.Devices
 	}
