@@ -193,6 +193,39 @@ func sample(x []float32, p int) float64 {
 	return 0
 }
 
+// melFrame computes frame t's mel energies into s.mel: the Hann-windowed N_FFT samples
+// around t·HOP (at(x, p) gives the padded signal outside the audio), their power spectrum and
+// the filter bank. A frame of zeros skips the FFT.
+func (l *LogMel) melFrame(s *melScratch, x []float32, t int, at func([]float32, int) float64) {
+	start := t * WhisperHopLength
+	nonzero := false
+	if start >= whisperPad && start-whisperPad+WhisperNFFT <= len(x) {
+		for i, v := range x[start-whisperPad : start-whisperPad+WhisperNFFT] {
+			s.frame[i] = float64(v) * l.window[i]
+			nonzero = nonzero || v != 0
+		}
+	} else {
+		for i := range s.frame {
+			v := at(x, start+i)
+			s.frame[i] = v * l.window[i]
+			nonzero = nonzero || v != 0
+		}
+	}
+	if !nonzero {
+		clear(s.mel)
+		return
+	}
+	s.fft.power(&s.frame, &s.power)
+	for m, row := range l.rows {
+		p := s.power[l.lo[m] : l.lo[m]+len(row)]
+		var acc float64
+		for k, w := range row {
+			acc += w * p[k]
+		}
+		s.mel[m] = acc
+	}
+}
+
 // frames computes log10(max(mel, 1e-10)) of frames [lo, hi) into dst (column t of every row)
 // and returns their maximum.
 func (l *LogMel) frames(x []float32, dst []float32, lo, hi int) float64 {
@@ -200,35 +233,7 @@ func (l *LogMel) frames(x []float32, dst []float32, lo, hi int) float64 {
 	defer l.pool.Put(s)
 	gmax := math.Inf(-1)
 	for t := lo; t < hi; t++ {
-		start := t * WhisperHopLength
-		nonzero := false
-		if start >= whisperPad && start-whisperPad+WhisperNFFT <= len(x) {
-			src := x[start-whisperPad : start-whisperPad+WhisperNFFT]
-			for i, v := range src {
-				f := float64(v) * l.window[i]
-				s.frame[i] = f
-				nonzero = nonzero || v != 0
-			}
-		} else {
-			for i := range s.frame {
-				v := sample(x, start+i)
-				s.frame[i] = v * l.window[i]
-				nonzero = nonzero || v != 0
-			}
-		}
-		if nonzero {
-			s.fft.power(&s.frame, &s.power)
-			for m, row := range l.rows {
-				p := s.power[l.lo[m] : l.lo[m]+len(row)]
-				var acc float64
-				for k, w := range row {
-					acc += w * p[k]
-				}
-				s.mel[m] = acc
-			}
-		} else {
-			clear(s.mel)
-		}
+		l.melFrame(s, x, t, sample)
 		for m, v := range s.mel {
 			lv := log10Clamped(v)
 			if lv > gmax {

@@ -104,33 +104,7 @@ func (l *LogMel) framesFull(ctx context.Context, x []float32, out *FullLogMel, l
 		if t%500 == 0 && ctx.Err() != nil {
 			return gmax
 		}
-		start := t * WhisperHopLength
-		nonzero := false
-		if start >= whisperPad && start-whisperPad+WhisperNFFT <= len(x) {
-			for i, v := range x[start-whisperPad : start-whisperPad+WhisperNFFT] {
-				s.frame[i] = float64(v) * l.window[i]
-				nonzero = nonzero || v != 0
-			}
-		} else {
-			for i := range s.frame {
-				v := sampleFull(x, start+i)
-				s.frame[i] = v * l.window[i]
-				nonzero = nonzero || v != 0
-			}
-		}
-		if nonzero {
-			s.fft.power(&s.frame, &s.power)
-			for m, row := range l.rows {
-				p := s.power[l.lo[m] : l.lo[m]+len(row)]
-				var acc float64
-				for k, w := range row {
-					acc += w * p[k]
-				}
-				s.mel[m] = acc
-			}
-		} else {
-			clear(s.mel)
-		}
+		l.melFrame(s, x, t, sampleFull)
 		for m, v := range s.mel {
 			lv := log10Clamped(v)
 			gmax = max(gmax, lv)
