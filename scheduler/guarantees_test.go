@@ -225,12 +225,21 @@ func TestRetryAfterAccuracy(t *testing.T) {
 	var rej *Rejection
 	require.ErrorAs(t, err, &rej)
 	advertised := rej.RetryAfter
-	// Retry every millisecond until admitted; measure when that happened.
+	// Retry every millisecond until admitted; measure when that happened: the time the
+	// admitted attempt was made, not when the test noticed (a refusal is immediate, so an
+	// attempt not refused within 100 ms is queued; under -race on a loaded box a refusal can
+	// take longer than a few milliseconds to arrive).
 	var admitted time.Duration
 	for {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { _, err := h.s.Submit(ctx, &req{name: "retry", cost: 2}, nil); done <- err }()
+		tried := make(chan time.Duration, 1)
+		go func() {
+			tried <- time.Since(start)
+			_, err := h.s.Submit(ctx, &req{name: "retry", cost: 2}, nil)
+			done <- err
+		}()
+		at := <-tried
 		select {
 		case err := <-done:
 			cancel()
@@ -239,8 +248,8 @@ func TestRetryAfterAccuracy(t *testing.T) {
 				continue
 			}
 			t.Fatalf("unexpected outcome: %v", err)
-		case <-time.After(5 * time.Millisecond): // not refused: it is queued
-			admitted = time.Since(start) - 5*time.Millisecond
+		case <-time.After(100 * time.Millisecond): // not refused: it is queued
+			admitted = at
 			cancel()
 			<-done
 		}
