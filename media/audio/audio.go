@@ -62,6 +62,10 @@ type pcm struct {
 	mono     []float32
 	rate     int
 	channels int
+	// srcRate and srcFrames, when set, are the stream's own rate and length, for a decoder that
+	// outputs a lower rate than the stream's (MP3 at half rate).
+	srcRate   int
+	srcFrames int64
 }
 
 // Decode sniffs the container, decodes it, downmixes by averaging channels and resamples to
@@ -90,7 +94,7 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 	case FormatWAV:
 		p, err = decodeWAV(ctx, data, lim)
 	case FormatMP3:
-		p, err = decodeMP3(ctx, data, lim)
+		p, err = decodeMP3(ctx, data, lim, targetRate)
 	case FormatFLAC:
 		p, err = decodeFLAC(ctx, data, lim)
 	case FormatVorbis:
@@ -121,12 +125,16 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 		return nil, fmt.Errorf("%w: the audio is too short: %d frames at %d Hz give no sample at %d Hz",
 			ErrInvalidAudio, len(p.mono), p.rate, targetRate)
 	}
+	srcRate, srcFrames := p.rate, int64(len(p.mono))
+	if p.srcRate > 0 {
+		srcRate, srcFrames = p.srcRate, p.srcFrames
+	}
 	return &Decoded{
 		Samples:        out,
 		SampleRate:     targetRate,
-		Duration:       float64(len(p.mono)) / float64(p.rate),
+		Duration:       float64(srcFrames) / float64(srcRate),
 		Format:         format,
-		SourceRate:     p.rate,
+		SourceRate:     srcRate,
 		SourceChannels: p.channels,
 	}, nil
 }

@@ -6,11 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"sync"
 
-	"github.com/hajimehoshi/go-mp3"
+	"github.com/tenstorrent/tt-media-server-go/media/mp3dec"
 )
 
 // mp3DecoderDelay is the standard MP3 synthesis delay (samples) that gapless players drop on
@@ -25,92 +24,10 @@ var errNotMP3 = errors.New("not mp3")
 
 func isNotMP3(err error) bool { return errors.Is(err, errNotMP3) }
 
-// mpegHeader is one parsed MPEG audio frame header.
-type mpegHeader struct {
-	version  int // 1, 2, or 25 (MPEG-2.5)
-	layer    int // 1, 2, 3
-	rate     int
-	channels int
-	size     int // frame length in bytes, header included
-	spf      int // samples per frame
-	crc      bool
-}
+// mpegHeader is one parsed MPEG audio frame header (the decoder's parser).
+type mpegHeader = mp3dec.Header
 
-var mpegBitrates = [2][3][15]int{ // [v1, v2/2.5][layer-1][index] in kbit/s
-	{
-		{0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448},
-		{0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384},
-		{0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320},
-	},
-	{
-		{0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256},
-		{0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160},
-		{0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160},
-	},
-}
-
-// parseMPEGHeader decodes the 4 bytes at b. Free-format (bitrate index 0) frames are refused.
-func parseMPEGHeader(b []byte) (mpegHeader, bool) {
-	var h mpegHeader
-	if len(b) < 4 || b[0] != 0xFF || b[1]&0xE0 != 0xE0 {
-		return h, false
-	}
-	switch (b[1] >> 3) & 3 {
-	case 0:
-		h.version = 25
-	case 2:
-		h.version = 2
-	case 3:
-		h.version = 1
-	default:
-		return h, false
-	}
-	h.layer = 4 - int((b[1]>>1)&3)
-	if h.layer == 4 {
-		return h, false
-	}
-	h.crc = b[1]&1 == 0
-	bi := int(b[2] >> 4)
-	si := int((b[2] >> 2) & 3)
-	if bi == 0 || bi == 15 || si == 3 || b[3]&3 == 2 {
-		return h, false
-	}
-	h.rate = [3]int{44100, 48000, 32000}[si]
-	vi := 0
-	switch h.version {
-	case 2:
-		h.rate /= 2
-		vi = 1
-	case 25:
-		h.rate /= 4
-		vi = 1
-	}
-	br := mpegBitrates[vi][h.layer-1][bi] * 1000
-	pad := int(b[2]>>1) & 1
-	switch {
-	case h.layer == 1:
-		h.size = (12*br/h.rate + pad) * 4
-		h.spf = 384
-	case h.layer == 2:
-		h.size = 144*br/h.rate + pad
-		h.spf = 1152
-	case h.version == 1:
-		h.size = 144*br/h.rate + pad
-		h.spf = 1152
-	default:
-		h.size = 72*br/h.rate + pad
-		h.spf = 576
-	}
-	h.channels = 2
-	if b[3]>>6 == 3 {
-		h.channels = 1
-	}
-	return h, h.size >= 4
-}
-
-func (h mpegHeader) sameStream(o mpegHeader) bool {
-	return h.version == o.version && h.layer == o.layer && h.rate == o.rate
-}
+func parseMPEGHeader(b []byte) (mpegHeader, bool) { return mp3dec.ParseHeader(b) }
 
 // frameAt reports whether a frame header sits at off and is followed by a second matching
 // header (or the end of the data, or an ID3v1/APE tag), which rules out chance sync words.
@@ -119,7 +36,7 @@ func frameAt(data []byte, off int) (mpegHeader, bool) {
 	if !ok {
 		return h, false
 	}
-	next := off + h.size
+	next := off + h.Size
 	switch {
 	case next == len(data):
 		return h, true
@@ -130,7 +47,7 @@ func frameAt(data []byte, off int) (mpegHeader, bool) {
 		return h, true
 	}
 	h2, ok := parseMPEGHeader(data[next:])
-	return h, ok && h.sameStream(h2)
+	return h, ok && h.SameStream(h2)
 }
 
 // skipID3v2 returns the offset after any ID3v2 tags at the start of data.
@@ -195,16 +112,16 @@ type mp3Info struct {
 func scanMP3(data []byte, first int) (*mp3Info, error) {
 	h0, _ := parseMPEGHeader(data[first:])
 	switch {
-	case h0.version == 25:
+	case h0.Version == 25:
 		return nil, fmt.Errorf("%w: MPEG-2.5 MP3 (8/11/12 kHz) is not supported; send WAV or an MP3 at 16 kHz or more", ErrUnsupportedFormat)
-	case h0.layer != 3:
-		return nil, fmt.Errorf("%w: MPEG Layer %s audio (MP%d) is not supported; %s", ErrUnsupportedFormat, [4]string{"", "I", "II", "III"}[h0.layer], h0.layer, acceptedFormats)
+	case h0.Layer != 3:
+		return nil, fmt.Errorf("%w: MPEG Layer %s audio (MP%d) is not supported; %s", ErrUnsupportedFormat, [4]string{"", "I", "II", "III"}[h0.Layer], h0.Layer, acceptedFormats)
 	}
 	info := &mp3Info{first: h0, delay: -1, pad: -1}
 	off := first
-	if d, p, ok := parseXing(data[first:first+h0.size], h0); ok {
+	if d, p, ok := parseXing(data[first:first+h0.Size], h0); ok {
 		info.delay, info.pad = d, p
-		off += h0.size
+		off += h0.Size
 	}
 	streamStart := off
 	contiguous := true
@@ -212,12 +129,12 @@ func scanMP3(data []byte, first int) (*mp3Info, error) {
 	streamLen := 0
 	for off+4 <= len(data) {
 		h, ok := parseMPEGHeader(data[off:])
-		if ok && h.sameStream(h0) && off+h.size <= len(data) {
-			pieces = append(pieces, data[off:off+h.size])
+		if ok && h.SameStream(h0) && off+h.Size <= len(data) {
+			pieces = append(pieces, data[off:off+h.Size])
 			info.offsets = append(info.offsets, streamLen)
-			streamLen += h.size
+			streamLen += h.Size
 			info.frames++
-			off += h.size
+			off += h.Size
 			continue
 		}
 		if bytes.HasPrefix(data[off:], []byte("TAG")) || bytes.HasPrefix(data[off:], []byte("APETAGEX")) {
@@ -229,7 +146,7 @@ func scanMP3(data []byte, first int) (*mp3Info, error) {
 			if data[o] != 0xFF {
 				continue
 			}
-			if hh, ok := frameAt(data, o); ok && hh.sameStream(h0) {
+			if hh, ok := frameAt(data, o); ok && hh.SameStream(h0) {
 				next = o
 				break
 			}
@@ -248,7 +165,7 @@ func scanMP3(data []byte, first int) (*mp3Info, error) {
 	} else {
 		info.stream = bytes.Join(pieces, nil) // at most the input size
 	}
-	total := int64(info.frames) * int64(h0.spf)
+	total := int64(info.frames) * int64(h0.Samples)
 	if info.delay >= 0 {
 		total -= int64(info.delay + info.pad)
 	}
@@ -262,17 +179,8 @@ func scanMP3(data []byte, first int) (*mp3Info, error) {
 // parseXing reports whether frame is a Xing/Info/VBRI metadata frame and, when it carries a
 // LAME tag, the encoder delay and padding.
 func parseXing(frame []byte, h mpegHeader) (delay, pad int, isMeta bool) {
-	side := 32
-	switch {
-	case h.version == 1 && h.channels == 1:
-		side = 17
-	case h.version != 1 && h.channels == 1:
-		side = 9
-	case h.version != 1:
-		side = 17
-	}
-	x := 4 + side
-	if h.crc {
+	x := 4 + h.SideInfoSize()
+	if h.CRC {
 		x += 2
 	}
 	if len(frame) >= 36+4 && string(frame[36:40]) == "VBRI" {
@@ -306,9 +214,13 @@ func parseXing(frame []byte, h mpegHeader) (delay, pad int, isMeta bool) {
 	return delay, pad, true
 }
 
-// decodeMP3 decodes an MP3 with go-mp3 under recover, downmixes and applies gapless trimming
-// from the LAME tag (as ffmpeg does).
-func decodeMP3(ctx context.Context, data []byte, lim Limits) (*pcm, error) {
+// decodeMP3 decodes an MP3 with mp3dec, mixed down to mono, and applies gapless trimming from
+// the LAME tag (as ffmpeg does). When the caller resamples to at most 0.4 of the stream's rate
+// (16 kHz from 44.1 or 48 kHz), the decoder synthesises at half rate: nothing it leaves out
+// (above a quarter of the stream's rate) survives the resampler, which then has half as many
+// samples to filter. The half-rate samples are the full-rate decode's samples of one parity,
+// chosen so that the first kept sample is the first sample after the gapless skip.
+func decodeMP3(ctx context.Context, data []byte, lim Limits, targetRate int) (*pcm, error) {
 	first, err := locateMP3(data)
 	if err != nil {
 		if isNotMP3(err) {
@@ -320,56 +232,84 @@ func decodeMP3(ctx context.Context, data []byte, lim Limits) (*pcm, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDuration(info.totalSamples, info.first.rate, lim); err != nil {
-		return nil, err
-	}
-	raw, err := runMP3Parallel(ctx, info, runtime.GOMAXPROCS(0), mp3MinChunkFrames)
-	if err != nil {
+	rate := info.first.Rate
+	if err := checkDuration(info.totalSamples, rate, lim); err != nil {
 		return nil, err
 	}
 	skip := 0
 	if info.delay >= 0 {
 		skip = info.delay + mp3DecoderDelay
 	}
+	total := info.totalSamples
+	mode := mp3Mode{}
+	if targetRate > 0 && 5*targetRate <= 2*rate {
+		mode = mp3Mode{half: true, phase: skip & 1}
+		skip /= 2               // half[j] = full[2j+phase]: full[skip] is half[skip/2]
+		total = (total + 1) / 2 // full[skip : skip+total] holds ⌈total/2⌉ of them
+	}
+	raw, damaged, err := runMP3Parallel(ctx, info, mode, runtime.GOMAXPROCS(0), mp3MinChunkFrames)
+	if err != nil {
+		return nil, err
+	}
+	// A few damaged frames are concealed with silence, as ffmpeg does; a file that is mostly
+	// damage is refused.
+	if 2*damaged > info.frames {
+		return nil, fmt.Errorf("%w: corrupt MP3 data: %d of %d frames could not be decoded", ErrInvalidAudio, damaged, info.frames)
+	}
 	if skip >= len(raw) {
 		return nil, fmt.Errorf("%w: MP3 decoded to %d samples, fewer than its %d-sample encoder delay", ErrInvalidAudio, len(raw), skip)
 	}
 	out := raw[skip:]
-	if int64(len(out)) > info.totalSamples {
-		out = out[:info.totalSamples]
+	if int64(len(out)) > total {
+		out = out[:total]
 	}
-	return &pcm{mono: out, rate: info.first.rate, channels: info.first.channels}, nil
+	p := &pcm{mono: out, rate: rate, channels: info.first.Channels}
+	if mode.half {
+		p.rate = rate / 2
+		p.srcRate, p.srcFrames = rate, min(info.totalSamples, 2*int64(len(out)))
+	}
+	return p, nil
 }
 
-// MP3 decoding in parallel. go-mp3 runs at ~50× real time per core, well behind ffmpeg, and
-// cannot be sped up from outside (issue 5, item 3). But an MP3 decoder's state reaches back only
-// a little: the bit reservoir (main_data_begin ≤ 511 bytes back, which is many frames when
-// frames are small: 26-byte frames at 8 kbit/s), the IMDCT overlap (one granule) and the
-// synthesis filter bank's history (1024 samples per channel, less than a frame). So the frames
-// can be split into chunks decoded concurrently, each decoder starting at least
-// mp3WarmupFrames frames and mp3WarmupBytes bytes early and discarding that output: from there
-// on its output is bit-identical to a single decoder's (TestMP3ParallelIdentical; with 8 frames
-// and no byte minimum, one sample of a low-bit-rate VBR file differed by 1 LSB). Any chunk that
-// fails or comes up short makes the whole file fall back to one sequential decoder, so errors
-// and truncated files behave exactly as before. This buys wall-clock time on idle cores, not
-// CPU time: per core the MP3 path stays at go-mp3's speed.
+// mp3Mode selects full-rate output, or half-rate output of one sample parity.
+type mp3Mode struct {
+	half  bool
+	phase int
+}
+
+func (m mp3Mode) decoder() *mp3dec.Decoder {
+	if m.half {
+		return mp3dec.NewHalfRate(m.phase)
+	}
+	return mp3dec.New()
+}
+
+// MP3 decoding in parallel. An MP3 decoder's state reaches back only a little: the bit
+// reservoir (main_data_begin ≤ 511 bytes back, which is many frames when frames are small:
+// 26-byte frames at 8 kbit/s), the IMDCT overlap (one granule) and the synthesis filter bank's
+// history (16 time slots, less than a granule). So the frames can be split into chunks decoded
+// concurrently, each decoder starting at least mp3WarmupFrames frames and mp3WarmupBytes bytes
+// early and discarding that output: from there on its output is bit-identical to a single
+// decoder's (TestMP3ParallelIdentical). Any chunk that fails or comes up short makes the whole
+// file fall back to one sequential decoder, so errors and truncated files behave exactly as
+// before. This buys wall-clock time on idle cores, not CPU time.
 const (
 	mp3WarmupFrames   = 8
 	mp3WarmupBytes    = 4 * 512
-	mp3MinChunkFrames = 256 // ~6.7 s at 44.1 kHz; shorter files are decoded by one goroutine
+	mp3MinChunkFrames = 1024 // ~27 s at 44.1 kHz; shorter files are decoded by one goroutine
 )
 
 // runMP3Parallel decodes info.stream with up to workers goroutines, each taking minChunk frames
-// or more.
-func runMP3Parallel(ctx context.Context, info *mp3Info, workers, minChunk int) ([]float32, error) {
-	spf := info.first.spf
-	expect := info.frames * spf
+// or more. It also returns how many frames were concealed.
+func runMP3Parallel(ctx context.Context, info *mp3Info, mode mp3Mode, workers, minChunk int) ([]float32, int, error) {
+	spf := mode.decoder().OutputSamples(info.first)
 	workers = min(workers, info.frames/minChunk)
 	if workers < 2 {
-		return runMP3Decoder(ctx, info.stream, expect)
+		return runMP3Decoder(ctx, info, mode)
 	}
-	out := make([]float32, expect)
+	out := make([]float32, info.frames*spf)
 	ok := make([]bool, workers)
+	damaged := make([]int, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		first, last := info.frames*w/workers, info.frames*(w+1)/workers // frames [first, last)
@@ -377,75 +317,68 @@ func runMP3Parallel(ctx context.Context, info *mp3Info, workers, minChunk int) (
 		for from > 0 && info.offsets[first]-info.offsets[from] < mp3WarmupBytes {
 			from--
 		}
-		end := len(info.stream)
-		if last < info.frames {
-			end = info.offsets[last]
-		}
 		wg.Go(func() {
 			dst := out[first*spf : last*spf]
-			n, err := decodeMP3Into(ctx, info.stream[info.offsets[from]:end], (first-from)*spf, dst)
-			ok[w] = err == nil && n == len(dst)
+			n, bad, err := decodeMP3Into(ctx, info, mode, from, first, last, dst)
+			ok[w], damaged[w] = err == nil && n == len(dst), bad
 		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	for _, good := range ok {
+	total := 0
+	for w, good := range ok {
 		if !good {
-			return runMP3Decoder(ctx, info.stream, expect)
+			return runMP3Decoder(ctx, info, mode)
 		}
+		total += damaged[w]
 	}
-	return out, nil
+	return out, total, nil
 }
 
-// runMP3Decoder decodes stream with one go-mp3 decoder; expect bounds the output.
-func runMP3Decoder(ctx context.Context, stream []byte, expect int) ([]float32, error) {
-	out := make([]float32, expect)
-	n, err := decodeMP3Into(ctx, stream, 0, out)
+// runMP3Decoder decodes the whole stream with one decoder.
+func runMP3Decoder(ctx context.Context, info *mp3Info, mode mp3Mode) ([]float32, int, error) {
+	out := make([]float32, info.frames*mode.decoder().OutputSamples(info.first))
+	n, damaged, err := decodeMP3Into(ctx, info, mode, 0, 0, info.frames, out)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out[:n], nil
+	return out[:n], damaged, nil
 }
 
-// decodeMP3Into feeds stream to go-mp3, which always yields s16le stereo (mono duplicated),
-// drops the first skip samples of output and writes the mean of both channels of the following
-// ones to dst until it is full or the stream ends. A decoder panic becomes ErrInvalidAudio.
-func decodeMP3Into(ctx context.Context, stream []byte, skip int, dst []float32) (n int, err error) {
+// decodeMP3Into decodes frames [from, to) of info.stream, drops the output of the warm-up frames
+// [from, first) and writes the following samples to dst until it is full or the frames end. It
+// returns how many frames from first on were concealed. A decoder panic, which fuzzing has not
+// found, would be an ErrInvalidAudio.
+func decodeMP3Into(ctx context.Context, info *mp3Info, mode mp3Mode, from, first, to int, dst []float32) (n, damaged int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			n, err = 0, fmt.Errorf("%w: corrupt MP3 data (decoder failed: %v)", ErrInvalidAudio, r)
+			n, damaged, err = 0, 0, fmt.Errorf("%w: corrupt MP3 data (decoder failed: %v)", ErrInvalidAudio, r)
 		}
 	}()
-	// Hide io.Seeker so go-mp3 does not pre-scan the whole stream on its own.
-	dec, err := mp3.NewDecoder(struct{ io.Reader }{bytes.NewReader(stream)})
-	if err != nil {
-		return 0, fmt.Errorf("%w: corrupt MP3 data: %v", ErrInvalidAudio, err)
+	dec := mode.decoder()
+	buf := make([]float32, 0, 1152)
+	warmDamage := 0
+	for f := from; f < to && n < len(dst); f++ {
+		if f%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+		}
+		end := len(info.stream)
+		if f+1 < info.frames {
+			end = info.offsets[f+1]
+		}
+		buf, err = dec.Decode(info.stream[info.offsets[f]:end], buf[:0])
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: corrupt MP3 data in frame %d of %d: %v", ErrInvalidAudio, f+1, info.frames, err)
+		}
+		if f < first {
+			warmDamage = dec.Concealed()
+			continue
+		}
+		n += copy(dst[n:], buf)
 	}
-	buf := make([]byte, 4*1152*32)
-	for n < len(dst) {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		got, rerr := io.ReadFull(dec, buf)
-		b := buf[:got&^3]
-		if skip > 0 {
-			k := min(skip, len(b)/4)
-			b, skip = b[4*k:], skip-k
-		}
-		for i := 0; i+4 <= len(b) && n < len(dst); i += 4 {
-			l := int16(binary.LittleEndian.Uint16(b[i:]))
-			r := int16(binary.LittleEndian.Uint16(b[i+2:]))
-			dst[n] = (float32(l) + float32(r)) / 65536
-			n++
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return 0, fmt.Errorf("%w: corrupt MP3 data after %d samples: %v", ErrInvalidAudio, n, rerr)
-		}
-	}
-	return n, nil
+	return n, dec.Concealed() - warmDamage, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,7 +31,7 @@ func mp3Frames(hdr []byte, n int, payload func(i int, b []byte)) []byte {
 	}
 	var out bytes.Buffer
 	for i := 0; i < n; i++ {
-		f := make([]byte, h.size)
+		f := make([]byte, h.Size)
 		copy(f, hdr)
 		if payload != nil {
 			payload(i, f[4:])
@@ -168,7 +169,7 @@ func TestDecodeMP3Rejects(t *testing.T) {
 		{"mpeg-2.5", mp3Frames(hdrMPEG25, 4, nil), ErrUnsupportedFormat, "MPEG-2.5 MP3 (8/11/12 kHz) is not supported"},
 		{"layer II", mp3Frames(hdrMPEG1L2, 4, nil), ErrUnsupportedFormat, "Layer II"},
 		{"gapless trim larger than the audio", cat(xingFrame(1, 2000, 2000), mp3Frames(hdrMPEG1L3, 1, nil)), ErrInvalidAudio, "trims away"},
-		{"random main data", mp3Frames(hdrMPEG1L3, 40, noise), ErrInvalidAudio, "corrupt MP3 data"},
+		{"random main data", mp3Frames(hdrMPEG1L3, 40, noise), ErrInvalidAudio, "corrupt MP3 data: 40 of 40 frames could not be decoded"},
 		{"only an info frame", xingFrame(0, 0, 0), ErrInvalidAudio, "no complete audio frames"},
 		{"too long", mp3Frames(hdrMPEG1L3, 100, nil), ErrTooLong, "limit is 2 s"},
 	} {
@@ -222,32 +223,75 @@ func TestMP3ParallelIdentical(t *testing.T) {
 		{"speech_a_22k05_vbr_mono.mp3", 2, 16},
 		{"speech_a_22k05_vbr_mono.mp3", 7, 16},
 		{"speech_a_22k05_vbr_mono.mp3", 64, 9}, // chunks shorter than the warm-up
-		{slowMP3, 2, mp3MinChunkFrames},
+		{slowMP3, 2, 256},
 		{slowMP3, 5, 64},
 	} {
-		t.Run(fmt.Sprintf("%s/%d", tc.name, tc.workers), func(t *testing.T) {
-			skipSlowUnderRace(t, tc.name)
-			if raceEnabled && tc.workers != 7 {
-				t.Skip("go-mp3 is ~25× slower under -race; the race run keeps the 7-chunk case")
-			}
-			raw, err := os.ReadFile(filepath.Join(dir, tc.name))
-			require.NoError(t, err)
-			first, err := locateMP3(raw)
-			require.NoError(t, err)
-			info, err := scanMP3(raw, first)
-			require.NoError(t, err)
-			require.GreaterOrEqual(t, info.frames/tc.minChunk, 2, "the case must run in parallel")
-			ctx := context.Background()
-			seq, err := runMP3Decoder(ctx, info.stream, info.frames*info.first.spf)
-			require.NoError(t, err)
-			par, err := runMP3Parallel(ctx, info, tc.workers, tc.minChunk)
-			require.NoError(t, err)
-			require.Equal(t, len(seq), len(par))
-			for i := range seq {
-				if seq[i] != par[i] {
-					t.Fatalf("sample %d (frame %d) differs: %g vs %g", i, i/info.first.spf, seq[i], par[i])
+		for _, mode := range []mp3Mode{{}, {half: true, phase: 1}} {
+			t.Run(fmt.Sprintf("%s/%d/half=%v", tc.name, tc.workers, mode.half), func(t *testing.T) {
+				skipSlowUnderRace(t, tc.name)
+				if raceEnabled && tc.workers != 7 {
+					t.Skip("the race run keeps the 7-chunk case")
 				}
-			}
-		})
+				raw, err := os.ReadFile(filepath.Join(dir, tc.name))
+				require.NoError(t, err)
+				first, err := locateMP3(raw)
+				require.NoError(t, err)
+				info, err := scanMP3(raw, first)
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, info.frames/tc.minChunk, 2, "the case must run in parallel")
+				ctx := context.Background()
+				seq, bad, err := runMP3Decoder(ctx, info, mode)
+				require.NoError(t, err)
+				require.Zero(t, bad)
+				par, bad, err := runMP3Parallel(ctx, info, mode, tc.workers, tc.minChunk)
+				require.NoError(t, err)
+				require.Zero(t, bad, "warm-up frames are not counted as damage")
+				require.Equal(t, len(seq), len(par))
+				spf := len(seq) / info.frames
+				for i := range seq {
+					if seq[i] != par[i] {
+						t.Fatalf("sample %d (frame %d) differs: %g vs %g", i, i/spf, seq[i], par[i])
+					}
+				}
+			})
+		}
 	}
+}
+
+// TestMP3HalfRateLogMel: decoding at half rate for a 16 kHz target (what Decode does for a
+// 44.1 kHz MP3) changes nothing Whisper sees. Against the full-rate decode resampled from
+// 44.1 kHz, the 16 kHz waveforms agree to the resampler's own stop-band level and the log-mel
+// features far inside the resampler's quality bound (TestResampleQualityLogMel).
+func TestMP3HalfRateLogMel(t *testing.T) {
+	skipSlowUnderRace(t, slowMP3)
+	raw, err := os.ReadFile(filepath.Join(sharedAudioDir(t), slowMP3))
+	require.NoError(t, err)
+	ctx := context.Background()
+	half, err := Decode(ctx, raw, 16000, Limits{})
+	require.NoError(t, err)
+	fullPCM, err := decodeMP3(ctx, raw, Limits{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 44100, fullPCM.rate)
+	full, err := resampleCtx(ctx, fullPCM.mono, 44100, 16000)
+	require.NoError(t, err)
+	require.InDelta(t, len(full), len(half.Samples), 1)
+	n := min(len(full), len(half.Samples))
+	var sig, noise float64
+	for i := range n {
+		sig += float64(full[i]) * float64(full[i])
+		e := float64(full[i]) - float64(half.Samples[i])
+		noise += e * e
+	}
+	snr := 10 * math.Log10(sig/noise)
+	lm, err := WhisperLogMel(80)
+	require.NoError(t, err)
+	a, err := lm.Compute(ctx, full[:n], nil)
+	require.NoError(t, err)
+	b, err := lm.Compute(ctx, half.Samples[:n], nil)
+	require.NoError(t, err)
+	mean, p99, maxd := diffStats(a, b)
+	t.Logf("half-rate vs full-rate decode at 16 kHz: SNR %.1f dB; log-mel mean abs %.3g, p99 %.3g, max %.3g", snr, mean, p99, maxd)
+	require.Greater(t, snr, 60.0)
+	require.LessOrEqual(t, mean, 5e-5)
+	require.LessOrEqual(t, p99, 5e-4)
 }
