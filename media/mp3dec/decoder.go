@@ -72,6 +72,7 @@ type Decoder struct {
 	isMxS [2][13]int    // and of each short band
 
 	concealed int
+	isBands   int // bands decoded with intensity stereo (tests check the fixtures reach them)
 
 	ix [2][576]int32
 	xr [2][576]float32

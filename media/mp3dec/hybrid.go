@@ -81,6 +81,7 @@ func (d *Decoder) stereo(h Header, gr int) {
 			v := l[i]
 			l[i], r[i] = v*kl, v*kr
 		}
+		d.isBands++
 	}
 	longPos := func(sfb int) (int, int) {
 		sfb = min(sfb, 20)
