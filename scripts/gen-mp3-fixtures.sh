@@ -6,6 +6,8 @@
 #     to short blocks at different times, so granules have different block types per channel
 #     (in stereo and joint-stereo modes LAME switches both channels together);
 #   * MPEG-2 (24 kHz) joint stereo: LSF scale factors, middle/side, short blocks;
+#   * MPEG-2.5 at 8 kHz mono and 12 kHz stereo: the bands of the 2.5 extension (8 kHz has its
+#     own) and where its region 1 starts;
 #   * intensity stereo, which LAME never writes: a joint-stereo MPEG-1 file whose frame headers
 #     are rewritten to switch intensity stereo on (mode extension bit 0). Frame sizes do not
 #     depend on the mode extension, so the stream stays valid; what it decodes to is defined by
@@ -59,6 +61,10 @@ enc() { # RATE EXPR_L EXPR_R OUT ffmpeg-libmp3lame-options...
 wav 44100 "$L" "$R" "$TMP/dual.wav"
 lame --quiet -t -m d -b 128 "$TMP/dual.wav" "$OUT/dualchannel_44k1_blocktypes.mp3"
 enc 24000 "$L" "$R2" "$OUT/mpeg2_24k_joint.mp3" -b:a 64k -joint_stereo 1
+# MPEG-2.5: band-limited versions of the signals (the burst is at 3 kHz, under 4 kHz).
+enc 8000 "$L" "$L" "$TMP/m8.mp3" -b:a 24k -ac 1
+mv "$TMP/m8.mp3" "$OUT/mpeg25_8k_mono.mp3"
+enc 12000 "$L" "$R2" "$OUT/mpeg25_12k_joint.mp3" -b:a 32k -joint_stereo 1
 enc 44100 "$L" "$R2" "$TMP/js.mp3" -b:a 96k -joint_stereo 1
 
 # Switch intensity stereo on in every frame header (byte 3: mode 01 = joint stereo, ext |= 01).

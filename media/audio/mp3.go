@@ -111,10 +111,7 @@ type mp3Info struct {
 // frame, stopping at an ID3v1/APE tag and resynchronising over junk between frames.
 func scanMP3(data []byte, first int) (*mp3Info, error) {
 	h0, _ := parseMPEGHeader(data[first:])
-	switch {
-	case h0.Version == 25:
-		return nil, fmt.Errorf("%w: MPEG-2.5 MP3 (8/11/12 kHz) is not supported; send WAV or an MP3 at 16 kHz or more", ErrUnsupportedFormat)
-	case h0.Layer != 3:
+	if h0.Layer != 3 {
 		return nil, fmt.Errorf("%w: MPEG Layer %s audio (MP%d) is not supported; %s", ErrUnsupportedFormat, [4]string{"", "I", "II", "III"}[h0.Layer], h0.Layer, acceptedFormats)
 	}
 	info := &mp3Info{first: h0, delay: -1, pad: -1}

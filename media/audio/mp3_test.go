@@ -131,6 +131,7 @@ func TestDecodeMP3Synthetic(t *testing.T) {
 		{"10 silent frames", mp3Frames(hdrMPEG1L3, 10, nil), 10 * 1152, 44100},
 		{"id3 + frames + id3v1", cat(id3(50, true), mp3Frames(hdrMPEG1L3, 4, nil), []byte("TAG"), make([]byte, 125)), 4 * 1152, 44100},
 		{"mpeg-2 frames", mp3Frames(hdrMPEG2L3, 6, nil), 6 * 576, 22050},
+		{"mpeg-2.5 frames", mp3Frames(hdrMPEG25, 6, nil), 6 * 576, 11025},
 		{"info frame + LAME gapless trim", cat(xingFrame(20, 576, 1000), mp3Frames(hdrMPEG1L3, 20, nil)), 20*1152 - 1576, 44100},
 		{"junk between frames is skipped", cat(mp3Frames(hdrMPEG1L3, 3, nil), []byte("junk!"), mp3Frames(hdrMPEG1L3, 3, nil)), 6 * 1152, 44100},
 	} {
@@ -166,7 +167,6 @@ func TestDecodeMP3Rejects(t *testing.T) {
 		err  error
 		msg  string
 	}{
-		{"mpeg-2.5", mp3Frames(hdrMPEG25, 4, nil), ErrUnsupportedFormat, "MPEG-2.5 MP3 (8/11/12 kHz) is not supported"},
 		{"layer II", mp3Frames(hdrMPEG1L2, 4, nil), ErrUnsupportedFormat, "Layer II"},
 		{"gapless trim larger than the audio", cat(xingFrame(1, 2000, 2000), mp3Frames(hdrMPEG1L3, 1, nil)), ErrInvalidAudio, "trims away"},
 		{"random main data", mp3Frames(hdrMPEG1L3, 40, noise), ErrInvalidAudio, "corrupt MP3 data: 40 of 40 frames could not be decoded"},

@@ -1,4 +1,4 @@
-// Package mp3dec decodes MPEG-1 and MPEG-2 Layer III audio to mono float32 for a speech
+// Package mp3dec decodes MPEG-1, MPEG-2 and MPEG-2.5 Layer III audio to mono float32 for a speech
 // front-end, several times faster per core than go-mp3, whose tables it reuses.
 //
 // Where the time goes in a general decoder (go-mp3: the polyphase synthesis 47% of CPU,
@@ -28,7 +28,7 @@ import (
 )
 
 var (
-	// ErrUnsupported: a valid stream this decoder does not decode (MPEG-2.5, layers I and II).
+	// ErrUnsupported: a valid stream this decoder does not decode (layers I and II).
 	ErrUnsupported = errors.New("mp3dec: unsupported MPEG audio")
 	// ErrCorrupt: the frame's side information or main data is inconsistent.
 	ErrCorrupt = errors.New("mp3dec: corrupt MP3 frame")
@@ -107,7 +107,7 @@ func (d *Decoder) OutputSamples(h Header) int {
 }
 
 // Decode decodes one whole frame (header included) and appends its mono samples to out. It
-// fails only when frame is not a whole MPEG-1/2 Layer III frame. A frame whose main data starts
+// fails only when frame is not a whole Layer III frame. A frame whose main data starts
 // in bytes the decoder has not seen (the first frames of a chunk, or after damage), and a
 // granule whose side information or main data is inconsistent, decode as silence, with the
 // overlap of the previous granule still played out, as ffmpeg does; Concealed counts them.
@@ -118,8 +118,6 @@ func (d *Decoder) Decode(frame []byte, out []float32) ([]float32, error) {
 		return out, fmt.Errorf("%w: bad frame header", ErrCorrupt)
 	case h.Layer != 3:
 		return out, fmt.Errorf("%w: MPEG layer %d", ErrUnsupported, h.Layer)
-	case h.Version == 25:
-		return out, fmt.Errorf("%w: MPEG-2.5", ErrUnsupported)
 	case len(frame) < h.Size:
 		return out, fmt.Errorf("%w: frame is %d bytes, its header says %d", ErrCorrupt, len(frame), h.Size)
 	}
@@ -230,7 +228,7 @@ func (d *Decoder) readSideInfo(h Header, b []byte) (int, error) {
 		mdb = r.read(8)
 		r.read(h.Channels)
 	}
-	long := goSfBandIndices[lsf(h)][h.rateIndex][0]
+	long := sfBands(h)[0]
 	for gr := 0; gr < ngr; gr++ {
 		for ch := 0; ch < h.Channels; ch++ {
 			g := &d.gi[gr][ch]
@@ -257,9 +255,14 @@ func (d *Decoder) readSideInfo(h Header, b []byte) (int, error) {
 				for w := 0; w < 3; w++ {
 					g.subGain[w] = r.read(3)
 				}
-				if g.blockType == 2 {
+				// Region 1 starts where mpg123 starts it: 36 for short blocks, except in
+				// MPEG-2.5 (band 6 for short blocks, which is 72 at 8 kHz); long[8] otherwise.
+				switch {
+				case h.Version == 25 && g.blockType == 2 && !g.mixed:
+					g.region1 = long[6]
+				case h.Version != 25 && g.blockType == 2:
 					g.region1 = 36
-				} else {
+				default:
 					g.region1 = long[8]
 				}
 				g.region2 = 576
@@ -289,11 +292,24 @@ func (d *Decoder) readSideInfo(h Header, b []byte) (int, error) {
 	return mdb, nil
 }
 
-func lsf(h Header) int {
-	if h.Version == 1 {
-		return 0
+// sfBands returns the long and short scale-factor band boundaries of h's sample rate.
+// MPEG-2.5 (an extension outside the ISO standards) uses MPEG-2's 16 kHz bands at 11.025 and
+// 12 kHz, and bands of its own at 8 kHz, as libmad, mpg123 and minimp3 do.
+func sfBands(h Header) [2][]int {
+	switch {
+	case h.Version == 1:
+		return [2][]int{goSfBandIndices[0][h.rateIndex][0], goSfBandIndices[0][h.rateIndex][1]}
+	case h.Version == 2:
+		return [2][]int{goSfBandIndices[1][h.rateIndex][0], goSfBandIndices[1][h.rateIndex][1]}
+	case h.Rate == 8000:
+		return sfBands8k
 	}
-	return 1
+	return [2][]int{goSfBandIndices[1][2][0], goSfBandIndices[1][2][1]}
+}
+
+var sfBands8k = [2][]int{
+	{0, 12, 24, 36, 48, 60, 72, 88, 108, 132, 160, 192, 232, 280, 336, 400, 476, 566, 568, 570, 572, 574, 576},
+	{0, 8, 16, 24, 36, 52, 72, 96, 124, 160, 162, 164, 166, 192},
 }
 
 // scaleFactorsMPEG1 reads ISO 11172-3's scale factors of granule gr, channel ch.
@@ -526,7 +542,7 @@ func (d *Decoder) requantize(h Header, g *granuleInfo, ch int) {
 	ix, xr := &d.ix[ch], &d.xr[ch]
 	nz := d.nz[ch]
 	*xr = [576]float32{}
-	bands := goSfBandIndices[lsf(h)][h.rateIndex]
+	bands := sfBands(h)
 	long, short := bands[0], bands[1]
 	shift := 2 * (1 + g.sfScale)
 	base := g.globalGain - 210

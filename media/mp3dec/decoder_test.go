@@ -163,7 +163,6 @@ func TestDecodeRefuses(t *testing.T) {
 		{"no sync", []byte{0, 1, 2, 3, 4, 5}, ErrCorrupt, "bad frame header"},
 		{"free format", append([]byte{0xFF, 0xFB, 0x00, 0xC0}, make([]byte, 400)...), ErrCorrupt, "bad frame header"},
 		{"layer II", frame([]byte{0xFF, 0xFD, 0x90, 0xC0}), ErrUnsupported, "layer 2"},
-		{"MPEG-2.5", frame([]byte{0xFF, 0xE3, 0x90, 0xC0}), ErrUnsupported, "MPEG-2.5"},
 		{"truncated", frame([]byte{0xFF, 0xFB, 0x90, 0xC0})[:100], ErrCorrupt, "frame is 100 bytes, its header says 417"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -51,7 +51,7 @@ func (d *Decoder) stereo(h Header, gr int) {
 		}
 		return
 	}
-	bands := goSfBandIndices[lsf(h)][h.rateIndex]
+	bands := sfBands(h)
 	long, short := bands[0], bands[1]
 	g := &d.gi[gr][1]
 	// apply handles one band (lines lo, lo+step, ... < hi) whose intensity position is pos.
