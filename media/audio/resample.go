@@ -220,26 +220,18 @@ func dot(x []float32, s int, h []float32, n int) float32 {
 		return acc
 	}
 	xs := x[s : s+len(h)]
-	h = h[:len(xs)]
-	// Eight independent sums: float adds have a latency of several cycles, and four chains
-	// left the multiplier idle half the time.
-	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	var a0, a1, a2, a3 float32
 	j := 0
-	for ; j+8 <= len(h); j += 8 {
-		xx, hh := (*[8]float32)(xs[j:]), (*[8]float32)(h[j:])
-		a0 += xx[0] * hh[0]
-		a1 += xx[1] * hh[1]
-		a2 += xx[2] * hh[2]
-		a3 += xx[3] * hh[3]
-		a4 += xx[4] * hh[4]
-		a5 += xx[5] * hh[5]
-		a6 += xx[6] * hh[6]
-		a7 += xx[7] * hh[7]
+	for ; j+4 <= len(h); j += 4 {
+		a0 += xs[j] * h[j]
+		a1 += xs[j+1] * h[j+1]
+		a2 += xs[j+2] * h[j+2]
+		a3 += xs[j+3] * h[j+3]
 	}
 	for ; j < len(h); j++ {
 		a0 += xs[j] * h[j]
 	}
-	return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+	return (a0 + a1) + (a2 + a3)
 }
 
 func sinc(x float64) float64 {

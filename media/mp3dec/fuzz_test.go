@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// FuzzDecode feeds arbitrary bytes after valid MPEG-1 and MPEG-2 Layer III headers (any mode,
+// FuzzDecode feeds arbitrary bytes after valid MPEG-1, 2 and 2.5 Layer III headers (any mode,
 // CRC or not) through a full-rate and a half-rate decoder, twice, so the second frame meets
 // the first one's reservoir: no panic, and a whole frame always yields exactly its samples.
 //
@@ -16,6 +16,8 @@ func FuzzDecode(f *testing.F) {
 		{0xFF, 0xF3, 0x90, 0xC0},          // MPEG-2 mono
 		{0xFF, 0xF3, 0x50, 0x74},          // MPEG-2 joint stereo, MS + IS
 		{0xFF, 0xFB, 0x10, 0x00, 0x00, 0}, // MPEG-1 32 kbit/s stereo
+		{0xFF, 0xE3, 0x88, 0xC0},          // MPEG-2.5 8 kHz mono
+		{0xFF, 0xE3, 0x94, 0x64},          // MPEG-2.5 12 kHz joint stereo
 	} {
 		f.Add(append(s, make([]byte, 200)...))
 		b := append([]byte(nil), s...)
@@ -30,7 +32,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, ok := ParseHeader(data)
-		if !ok || h.Layer != 3 || h.Version == 25 || len(data) < h.Size {
+		if !ok || h.Layer != 3 || len(data) < h.Size {
 			return
 		}
 		frame := data[:h.Size]
