@@ -28,16 +28,7 @@ OUT=$ROOT/media/mp3dec/testdata
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gen-mp3-fixtures.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-missing=()
-for tool in ffmpeg lame mpg123; do
-	command -v $tool >/dev/null || missing+=($tool)
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "installing ${missing[*]} ..." >&2
-	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+"$ROOT/scripts/apt-ensure.sh" ffmpeg lame mpg123
 
 # Tones and a chirp, with 3 kHz bursts every 0.25 s (left) or 0.3 s (right) to force short blocks.
 # (Commas inside a filter argument are escaped for ffmpeg's filter-graph parser.)
