@@ -193,9 +193,6 @@ func TestDecodeMP3Alignment(t *testing.T) {
 		"speech_a_16k_s16_mono.wav": "speech_a_22k05_vbr_mono.mp3",
 		"speech_b_16k_s16_mono.wav": slowMP3,
 	} {
-		if raceEnabled && mp3 == slowMP3 {
-			continue
-		}
 		a, b := dec(wav), dec(mp3)
 		require.Len(t, b, len(a))
 		best, bestLag := -1.0, 99
@@ -228,10 +225,6 @@ func TestMP3ParallelIdentical(t *testing.T) {
 	} {
 		for _, mode := range []mp3Mode{{}, {half: true, phase: 1}} {
 			t.Run(fmt.Sprintf("%s/%d/half=%v", tc.name, tc.workers, mode.half), func(t *testing.T) {
-				skipSlowUnderRace(t, tc.name)
-				if raceEnabled && tc.workers != 7 {
-					t.Skip("the race run keeps the 7-chunk case")
-				}
 				raw, err := os.ReadFile(filepath.Join(dir, tc.name))
 				require.NoError(t, err)
 				first, err := locateMP3(raw)
@@ -263,7 +256,6 @@ func TestMP3ParallelIdentical(t *testing.T) {
 // 44.1 kHz, the 16 kHz waveforms agree to the resampler's own stop-band level and the log-mel
 // features far inside the resampler's quality bound (TestResampleQualityLogMel).
 func TestMP3HalfRateLogMel(t *testing.T) {
-	skipSlowUnderRace(t, slowMP3)
 	raw, err := os.ReadFile(filepath.Join(sharedAudioDir(t), slowMP3))
 	require.NoError(t, err)
 	ctx := context.Background()

@@ -2,5 +2,5 @@
 
 package audio
 
-// raceEnabled: the race detector slows go-mp3 about 25×; the longest MP3 decode is skipped then.
+// raceEnabled: tests that spawn external tools and would take long under the race detector skip.
 const raceEnabled = true
