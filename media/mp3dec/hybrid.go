@@ -47,7 +47,7 @@ func (d *Decoder) stereo(h Header, gr int) {
 	d.nz[0], d.nz[1] = nz, nz
 	if h.ModeExt&1 == 0 {
 		if ms {
-			midSide(l[:nz], r[:nz])
+			midSide(l, r, 0, nz, 1)
 		}
 		return
 	}
@@ -58,10 +58,7 @@ func (d *Decoder) stereo(h Header, gr int) {
 	apply := func(lo, hi, step, pos, posMax int) {
 		if pos == posMax || (h.Version == 1 && pos >= 7) {
 			if ms {
-				for i := lo; i < hi; i += step {
-					m, s := l[i], r[i]
-					l[i], r[i] = (m+s)*math.Sqrt2/2, (m-s)*math.Sqrt2/2
-				}
+				midSide(l, r, lo, hi, step)
 			}
 			return
 		}
@@ -113,7 +110,7 @@ func (d *Decoder) stereo(h Header, gr int) {
 			sfb0++
 		}
 		if ms {
-			midSide(l[:long[sfb0]], r[:long[sfb0]])
+			midSide(l, r, 0, long[sfb0], 1)
 		}
 		for sfb := sfb0; sfb < 22 && long[sfb] < longEnd; sfb++ {
 			p, pm := longPos(sfb)
@@ -147,10 +144,7 @@ func (d *Decoder) stereo(h Header, gr int) {
 			lo, hi := 3*short[sfb]+w, 3*short[sfb+1]
 			if sfb < sfbW {
 				if ms {
-					for i := lo; i < hi; i += 3 {
-						m, s := l[i], r[i]
-						l[i], r[i] = (m+s)*math.Sqrt2/2, (m-s)*math.Sqrt2/2
-					}
+					midSide(l, r, lo, hi, 3)
 				}
 				continue
 			}
@@ -161,9 +155,9 @@ func (d *Decoder) stereo(h Header, gr int) {
 	d.nz[0], d.nz[1] = 576, 576 // intensity bands may reach any line
 }
 
-func midSide(l, r []float32) {
-	r = r[:len(l)]
-	for i := range l {
+// midSide turns middle/side lines lo, lo+step, ... < hi into left/right.
+func midSide(l, r *[576]float32, lo, hi, step int) {
+	for i := lo; i < hi; i += step {
 		m, s := l[i], r[i]
 		l[i], r[i] = (m+s)*math.Sqrt2/2, (m-s)*math.Sqrt2/2
 	}
