@@ -146,16 +146,15 @@ func (d *Decoder) Decode(frame []byte, out []float32) ([]float32, error) {
 	r := bitReader{b: d.buf}
 	for gr := 0; gr < ngr; gr++ {
 		for ch := 0; ch < h.Channels; ch++ {
-			d.nz[ch] = 0
 			if !haveData {
+				d.silence(ch)
 				continue
 			}
-			g := &d.gi[gr][ch]
-			end := r.pos + g.part23
+			end := r.pos + d.gi[gr][ch].part23
 			if err := d.channel(&r, h, gr, ch, end); err != nil {
 				// Damaged main data: this granule's channel is silent, as in ffmpeg.
 				damaged = true
-				d.nz[ch] = 0
+				d.silence(ch)
 			}
 			r.pos = end
 		}
@@ -165,6 +164,13 @@ func (d *Decoder) Decode(frame []byte, out []float32) ([]float32, error) {
 		d.concealed++
 	}
 	return out, nil
+}
+
+// silence empties channel ch's spectrum (requantize writes all of it otherwise): the other
+// channel's processing reads up to its own non-zero limit.
+func (d *Decoder) silence(ch int) {
+	d.xr[ch] = [576]float32{}
+	d.nz[ch] = 0
 }
 
 // Concealed counts the frames decoded wholly or partly as silence: their side information or
