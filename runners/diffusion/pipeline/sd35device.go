@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"sync"
 
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
@@ -30,78 +28,37 @@ func SD3Programs() fs.FS { return Programs() }
 // Transformer call then writes the trace's persistent inputs and replays it. ctx is checked
 // before each device call; a started call is not abandoned. Methods are serialized.
 type TTNNSD3Device struct {
-	mu                            sync.Mutex
-	dev                           *ttnn.Device
-	dir                           string
-	progs                         []*program
-	clipL, clipG, t5, transf, vae *program
-	spec                          SD3Spec
-	batch                         int // the programs' batch (2: negative and positive prompt)
-	hidL                          int // CLIP-L's hidden size (and pooled size)
-	trace                         *ttnn.Trace
-	traceOuts                     []*ttnn.Tensor
-	lastCond                      *SD3Cond
-	stats                         Stats
+	progSet
+	clipL, clipG, t5, transf *program
+	spec                     SD3Spec
+	batch                    int // the programs' batch (2: negative and positive prompt)
+	hidL                     int // CLIP-L's hidden size (and pooled size)
+	lastCond                 *SD3Cond
 }
 
 // NewTTNNSD3Device loads the five programs of set (see SD3Programs), compiled for dev's
 // mesh, checks that their shapes agree, runs each once and captures the transformer trace.
 // dev stays the caller's; Close releases only what NewTTNNSD3Device made.
 func NewTTNNSD3Device(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNSD3Device, err error) {
-	d := &TTNNSD3Device{dev: dev}
+	d := &TTNNSD3Device{progSet: progSet{dev: dev}}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
 		}
 	}()
-	if d.dir, err = os.MkdirTemp("", "sd35-programs-"); err != nil {
-		return nil, fmt.Errorf("pipeline: program directory: %w", err)
-	}
-	for _, name := range []string{ProgSD3TextEncoder, ProgSD3TextEncoder2, ProgSD3TextEncoder3, ProgSD3Transformer, ProgSD3VAE} {
-		p, err := loadProgram(ctx, dev, d.dir, set, name)
-		if p != nil {
-			d.progs = append(d.progs, p)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := d.load(ctx, set, "sd35-programs-", ProgSD3TextEncoder, ProgSD3TextEncoder2, ProgSD3TextEncoder3, ProgSD3Transformer, ProgSD3VAE); err != nil {
+		return nil, err
 	}
 	d.clipL, d.clipG, d.t5, d.transf, d.vae = d.progs[0], d.progs[1], d.progs[2], d.progs[3], d.progs[4]
+	d.denoiser = d.transf
 	if err := d.checkShapes(); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	for _, p := range d.progs {
-		outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
-		freeAll(outs)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline: compile run of %s: %w", p.name, deviceErr(err))
-		}
+	d.latent = d.spec.LatentElems()
+	if err := d.compileAndCapture(ctx); err != nil {
+		return nil, err
 	}
-	tr, outs, err := captureRun(ctx, dev, d.transf)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: capture %s trace: %w", ProgSD3Transformer, deviceErr(err))
-	}
-	d.trace, d.traceOuts = tr, outs
-	d.stats.TraceCaptures++
 	return d, nil
-}
-
-// captureRun captures one run of p in a trace.
-func captureRun(ctx context.Context, dev *ttnn.Device, p *program) (*ttnn.Trace, []*ttnn.Tensor, error) {
-	tr, err := dev.BeginTrace(ctx, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
-	if endErr := tr.End(ctx); err == nil {
-		err = endErr
-	}
-	if err != nil {
-		_ = tr.Release()
-		freeAll(outs)
-		return nil, nil, err
-	}
-	return tr, outs, nil
 }
 
 // shape returns a program's named input (in) or output tensor description.
@@ -207,14 +164,6 @@ func (d *TTNNSD3Device) checkShapes() error {
 
 // Spec implements SD3Device.
 func (d *TTNNSD3Device) Spec() SD3Spec { return d.spec }
-
-// Stats returns the execution counts so far (TraceCaptures and TraceReplays count the
-// transformer's trace).
-func (d *TTNNSD3Device) Stats() Stats {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
-}
 
 // idsBytes lays out one id sequence per row as i32, padded to the programs' batch by
 // repeating the last row.
@@ -323,71 +272,7 @@ func (d *TTNNSD3Device) Transformer(ctx context.Context, sample []float32, t flo
 	if err := write("hidden_states", sample); err != nil {
 		return nil, err
 	}
-	tt, _, err := d.transf.input("timestep")
-	if err != nil {
-		return nil, err
-	}
-	ts := make([]byte, 4)
-	putF32(ts, []float32{t})
-	if err := tt.Write(ctx, 0, ts); err != nil {
-		return nil, fmt.Errorf("pipeline: write timestep: %w", deviceErr(err))
-	}
-	if err := d.trace.Replay(ctx, true); err != nil {
-		return nil, fmt.Errorf("pipeline: replay %s trace: %w", ProgSD3Transformer, deviceErr(err))
-	}
-	d.stats.TraceReplays++
-	k, desc, err := d.transf.output("sample")
-	if err != nil {
-		return nil, err
-	}
-	out, err := readBF16(ctx, d.traceOuts[k], desc)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: read %s output: %w", ProgSD3Transformer, deviceErr(err))
-	}
-	return out[:b*d.spec.LatentElems()], nil
-}
-
-// VAE implements SD3Device.
-func (d *TTNNSD3Device) VAE(ctx context.Context, lat []float32) ([]float32, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(lat) != d.spec.LatentElems() {
-		return nil, fmt.Errorf("pipeline: VAE input has %d values, want %d", len(lat), d.spec.LatentElems())
-	}
-	buf := make([]byte, 2*len(lat))
-	putBF16(buf, lat)
-	out, err := runRead(ctx, d.vae, buf, "image")
-	if err != nil {
-		return nil, err
-	}
-	d.stats.VAEDecodes++
-	return out[0], nil
-}
-
-// Close releases the trace, tensors, programs and manifests (not the ttnn device).
-func (d *TTNNSD3Device) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var errs []error
-	if d.trace != nil {
-		errs = append(errs, d.trace.Release())
-		d.trace = nil
-	}
-	errs = append(errs, freeAllErr(d.traceOuts))
-	d.traceOuts = nil
-	for _, p := range d.progs {
-		errs = append(errs, freeAllErr(p.inputs), p.prog.Close())
-	}
-	d.progs = nil
-	if d.dir != "" {
-		errs = append(errs, os.RemoveAll(d.dir))
-		d.dir = ""
-	}
-	err := errors.Join(errs...)
-	if err == nil || errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout) {
-		return nil
-	}
-	return fmt.Errorf("pipeline: close: %w", err)
+	return d.step(ctx, t, "sample", b)
 }
 
 var _ SD3Device = (*TTNNSD3Device)(nil)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
@@ -99,70 +98,39 @@ func (p *program) output(name string) (int, ttnn.TensorDesc, error) {
 // and replays it. Device calls are not interrupted once started (as on hardware): ctx is
 // checked before each call. Methods are serialized.
 type TTNNDevice struct {
-	mu                    sync.Mutex
-	dev                   *ttnn.Device
-	dir                   string
-	progs                 []*program
-	enc1, enc2, unet, vae *program
-	spec                  Spec
-	batch                 int // the programs' batch (2: negative and positive prompt)
-	hid1                  int // first encoder's hidden size
-
-	trace     *ttnn.Trace
-	traceOuts []*ttnn.Tensor
-	lastCond  *Cond
-	stats     Stats
+	progSet
+	enc1, enc2, unet *program
+	spec             Spec
+	batch            int // the programs' batch (2: negative and positive prompt)
+	hid1             int // first encoder's hidden size
+	lastCond         *Cond
 }
 
 // NewTTNNDevice loads the four programs of set (see Programs), compiled for dev's mesh,
 // checks that their shapes agree, runs each once and captures the UNet trace. dev stays
 // the caller's; Close releases only what NewTTNNDevice made.
 func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNDevice, err error) {
-	d := &TTNNDevice{dev: dev}
+	d := &TTNNDevice{progSet: progSet{dev: dev}}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
 		}
 	}()
-	if d.dir, err = os.MkdirTemp("", "sdxl-programs-"); err != nil {
-		return nil, fmt.Errorf("pipeline: program directory: %w", err)
-	}
-	for _, name := range []string{ProgTextEncoder, ProgTextEncoder2, ProgUNet, ProgVAE} {
-		p, err := d.load(ctx, set, name)
-		if p != nil {
-			d.progs = append(d.progs, p)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := d.load(ctx, set, "sdxl-programs-", ProgTextEncoder, ProgTextEncoder2, ProgUNet, ProgVAE); err != nil {
+		return nil, err
 	}
 	d.enc1, d.enc2, d.unet, d.vae = d.progs[0], d.progs[1], d.progs[2], d.progs[3]
+	d.denoiser = d.unet
 	if err := d.checkShapes(); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	for _, p := range d.progs {
-		// The first run compiles the program and must precede a trace capture.
-		outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
-		freeAll(outs)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline: compile run of %s: %w", p.name, deviceErr(err))
-		}
-	}
-	if err := d.capture(ctx); err != nil {
-		return nil, fmt.Errorf("pipeline: capture %s trace: %w", ProgUNet, deviceErr(err))
+	d.latent = d.spec.LatentElems()
+	if err := d.compileAndCapture(ctx); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
 
-// load writes the manifest, with its mesh line set to the device's mesh, and loads it with
-// retained inputs.
-func (d *TTNNDevice) load(ctx context.Context, set fs.FS, name string) (*program, error) {
-	return loadProgram(ctx, d.dev, d.dir, set, name)
-}
-
-// loadProgram writes set's manifest name to dir with its mesh line set to dev's mesh, loads
-// it and allocates its inputs as retained device tensors. On error the returned program (if
-// not nil) holds what was made, for the caller to free.
 func loadProgram(ctx context.Context, dev *ttnn.Device, dir string, set fs.FS, name string) (*program, error) {
 	src, err := fs.ReadFile(set, name+".ttbsim")
 	if err != nil {
@@ -298,34 +266,8 @@ func (d *TTNNDevice) checkShapes() error {
 	return nil
 }
 
-func (d *TTNNDevice) capture(ctx context.Context) error {
-	tr, err := d.dev.BeginTrace(ctx, 0)
-	if err != nil {
-		return err
-	}
-	outs, err := d.unet.prog.Run(ctx, 0, d.unet.fn.Name, d.unet.inputs...)
-	if endErr := tr.End(ctx); err == nil {
-		err = endErr
-	}
-	if err != nil {
-		_ = tr.Release()
-		freeAll(outs)
-		return err
-	}
-	d.trace, d.traceOuts = tr, outs
-	d.stats.TraceCaptures++
-	return nil
-}
-
 // Spec implements Device.
 func (d *TTNNDevice) Spec() Spec { return d.spec }
-
-// Stats returns the execution counts so far.
-func (d *TTNNDevice) Stats() Stats {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
-}
 
 // Encode implements Device: both encoder programs run once over the prompts, padded to the
 // programs' batch by repeating the last prompt.
@@ -464,72 +406,7 @@ func (d *TTNNDevice) UNet(ctx context.Context, sample []float32, t float32, cond
 	if err := write("sample", sample, b); err != nil {
 		return nil, err
 	}
-	tt, _, err := d.unet.input("timestep")
-	if err != nil {
-		return nil, err
-	}
-	ts := make([]byte, 4)
-	putF32(ts, []float32{t})
-	if err := tt.Write(ctx, 0, ts); err != nil {
-		return nil, fmt.Errorf("pipeline: write timestep: %w", deviceErr(err))
-	}
-	if err := d.trace.Replay(ctx, true); err != nil {
-		return nil, fmt.Errorf("pipeline: replay %s trace: %w", ProgUNet, deviceErr(err))
-	}
-	d.stats.TraceReplays++
-	k, desc, err := d.unet.output("noise_pred")
-	if err != nil {
-		return nil, err
-	}
-	out, err := readBF16(ctx, d.traceOuts[k], desc)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: read noise_pred: %w", deviceErr(err))
-	}
-	return out[:b*d.spec.LatentElems()], nil
-}
-
-// VAE implements Device.
-func (d *TTNNDevice) VAE(ctx context.Context, lat []float32) ([]float32, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(lat) != d.spec.LatentElems() {
-		return nil, fmt.Errorf("pipeline: VAE input has %d values, want %d", len(lat), d.spec.LatentElems())
-	}
-	buf := make([]byte, 2*len(lat))
-	putBF16(buf, lat)
-	out, err := runRead(ctx, d.vae, buf, "image")
-	if err != nil {
-		return nil, err
-	}
-	d.stats.VAEDecodes++
-	return out[0], nil
-}
-
-// Close releases the trace, tensors, programs and manifests (not the ttnn device). Errors
-// of a lost device are not repeated: the call that lost it reported them.
-func (d *TTNNDevice) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var errs []error
-	if d.trace != nil {
-		errs = append(errs, d.trace.Release())
-		d.trace = nil
-	}
-	errs = append(errs, freeAllErr(d.traceOuts))
-	d.traceOuts = nil
-	for _, p := range d.progs {
-		errs = append(errs, freeAllErr(p.inputs), p.prog.Close())
-	}
-	d.progs = nil
-	if d.dir != "" {
-		errs = append(errs, os.RemoveAll(d.dir))
-		d.dir = ""
-	}
-	err := errors.Join(errs...)
-	if err == nil || errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout) {
-		return nil
-	}
-	return fmt.Errorf("pipeline: close: %w", err)
+	return d.step(ctx, t, "noise_pred", b)
 }
 
 func freeAll(ts []*ttnn.Tensor) { _ = freeAllErr(ts) }
