@@ -134,22 +134,35 @@ func New(dev Device, tok Tokenizer, cfg Config) (*Pipeline, error) {
 // runs). Both Timesteps and Sigmas, or an unusable schedule, give an error wrapping
 // runners.ErrBadRequest.
 func (p *Pipeline) Schedule(req Request) (*schedulers.EulerSchedule, error) {
+	return pickSchedule(p.euler, req.Steps, req.Timesteps, req.Sigmas)
+}
+
+// scheduler is what Euler and FlowMatch offer for a request's schedule.
+type scheduler[S any] interface {
+	Schedule(n int) (S, error)
+	ScheduleFromTimesteps(timesteps []float64) (S, error)
+	ScheduleFromSigmas(sigmas []float64) (S, error)
+}
+
+// pickSchedule makes the schedule of a request: custom timesteps or sigmas (at most one), or
+// steps. Errors wrap runners.ErrBadRequest.
+func pickSchedule[S any](sc scheduler[S], steps int, timesteps, sigmas []float64) (S, error) {
 	var (
-		s   *schedulers.EulerSchedule
+		s   S
 		err error
 	)
 	switch {
-	case len(req.Timesteps) > 0 && len(req.Sigmas) > 0:
-		return nil, fmt.Errorf("%w: only one of timesteps and sigmas may be given", runners.ErrBadRequest)
-	case len(req.Timesteps) > 0:
-		s, err = p.euler.ScheduleFromTimesteps(req.Timesteps)
-	case len(req.Sigmas) > 0:
-		s, err = p.euler.ScheduleFromSigmas(req.Sigmas)
+	case len(timesteps) > 0 && len(sigmas) > 0:
+		return s, fmt.Errorf("%w: only one of timesteps and sigmas may be given", runners.ErrBadRequest)
+	case len(timesteps) > 0:
+		s, err = sc.ScheduleFromTimesteps(timesteps)
+	case len(sigmas) > 0:
+		s, err = sc.ScheduleFromSigmas(sigmas)
 	default:
-		s, err = p.euler.Schedule(req.Steps)
+		s, err = sc.Schedule(steps)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", runners.ErrBadRequest, err)
+		return s, fmt.Errorf("%w: %w", runners.ErrBadRequest, err)
 	}
 	return s, nil
 }

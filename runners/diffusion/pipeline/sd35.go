@@ -169,24 +169,7 @@ func NewSD3(dev SD3Device, tok Tokenizer, t5 T5Tokenizer, cfg SD3Config) (*SD3Pi
 // transformer runs). Both Timesteps and Sigmas, or an unusable schedule, give an error
 // wrapping runners.ErrBadRequest.
 func (p *SD3Pipeline) Schedule(req SD3Request) (*schedulers.FlowSchedule, error) {
-	var (
-		s   *schedulers.FlowSchedule
-		err error
-	)
-	switch {
-	case len(req.Timesteps) > 0 && len(req.Sigmas) > 0:
-		return nil, fmt.Errorf("%w: only one of timesteps and sigmas may be given", runners.ErrBadRequest)
-	case len(req.Timesteps) > 0:
-		s, err = p.flow.ScheduleFromTimesteps(req.Timesteps)
-	case len(req.Sigmas) > 0:
-		s, err = p.flow.ScheduleFromSigmas(req.Sigmas)
-	default:
-		s, err = p.flow.Schedule(req.Steps)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", runners.ErrBadRequest, err)
-	}
-	return s, nil
+	return pickSchedule(p.flow, req.Steps, req.Timesteps, req.Sigmas)
 }
 
 // Generate runs the request and returns the decoded image. ctx is checked before the
