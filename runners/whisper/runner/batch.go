@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/segment"
@@ -212,10 +213,25 @@ func (m *BatchModel) stepInputs(s *batchStep) []*ttnn.Tensor {
 
 // checkStep checks the decoder step of batch size b against the encoder.
 func (m *BatchModel) checkStep(b int, enc, dec ttnn.Function) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrBadProgram}, args...)...)
-	}
 	name := BatchProgram(b)
+	nMels, nVoc, err := checkPrograms(name, b, enc, dec)
+	if err != nil {
+		return err
+	}
+	if m.nVoc != 0 && nVoc != m.nVoc {
+		return fmt.Errorf("%w: %s has %d logits per row, %s %d", ErrBadProgram, name, nVoc, DecoderProgram, m.nVoc)
+	}
+	m.nMels, m.nVoc = nMels, nVoc
+	return nil
+}
+
+// checkPrograms checks the encoder and a decoder-step program of batch b (named name) against
+// each other: one mel window in, encoder states out; b token ids, b positions and b encoder
+// states in, b rows of f32 logits out. It returns the number of mel bins and of logits.
+func checkPrograms(name string, b int, enc, dec ttnn.Function) (nMels, nVocab int, err error) {
+	bad := func(format string, args ...any) (int, int, error) {
+		return 0, 0, fmt.Errorf("%w: "+format, append([]any{ErrBadProgram}, args...)...)
+	}
 	if len(enc.Inputs) != 1 || len(enc.Outputs) != 1 {
 		return bad("%s.%s takes %d inputs and returns %d outputs, want 1 and 1", EncoderProgram, encoderFn, len(enc.Inputs), len(enc.Outputs))
 	}
@@ -223,7 +239,6 @@ func (m *BatchModel) checkStep(b int, enc, dec ttnn.Function) error {
 	if in.DType != ttnn.BF16 || len(in.Shape) != 3 || in.Shape[0] != 1 || in.Shape[2] != segment.NFrames {
 		return bad("%s input %v, want bf16 [1, n_mels, %d]", EncoderProgram, in, segment.NFrames)
 	}
-	m.nMels = in.Shape[1]
 	if len(dec.Inputs) != 2+b || len(dec.Outputs) != 1 {
 		return bad("%s.%s takes %d inputs and returns %d outputs, want %d and 1", name, decoderFn, len(dec.Inputs), len(dec.Outputs), 2+b)
 	}
@@ -235,7 +250,7 @@ func (m *BatchModel) checkStep(b int, enc, dec ttnn.Function) error {
 	}
 	out := enc.Outputs[0]
 	for r := 0; r < b; r++ {
-		if st := dec.Inputs[2+r]; st.DType != out.DType || !equalShape(st.Shape, out.Shape) {
+		if st := dec.Inputs[2+r]; st.DType != out.DType || !slices.Equal(st.Shape, out.Shape) {
 			return bad("%s takes encoder states %v, %s returns %v", name, st, EncoderProgram, out)
 		}
 	}
@@ -243,11 +258,7 @@ func (m *BatchModel) checkStep(b int, enc, dec ttnn.Function) error {
 	if lg.DType != ttnn.F32 || len(lg.Shape) == 0 || lg.Elements() != b*lg.Shape[len(lg.Shape)-1] {
 		return bad("%s output %v, want f32 logits of one position per row", name, lg)
 	}
-	if n := lg.Shape[len(lg.Shape)-1]; m.nVoc != 0 && n != m.nVoc {
-		return bad("%s has %d logits per row, %s %d", name, n, DecoderProgram, m.nVoc)
-	}
-	m.nVoc = lg.Shape[len(lg.Shape)-1]
-	return nil
+	return in.Shape[1], lg.Shape[len(lg.Shape)-1], nil
 }
 
 // Rows is the number of windows a device step takes at most.
@@ -520,16 +531,7 @@ func (m *BatchModel) runStep(s *batchStep, read bool) error {
 }
 
 // order makes queue 0 wait for the input writes on inCQ.
-func (m *BatchModel) order(ctx context.Context) error {
-	if m.inCQ == 0 {
-		return nil
-	}
-	ev, err := m.dev.RecordEvent(ctx, m.inCQ)
-	if err != nil {
-		return err
-	}
-	return m.dev.WaitEvent(ctx, 0, ev)
-}
+func (m *BatchModel) order(ctx context.Context) error { return orderQueues(ctx, m.dev, m.inCQ) }
 
 // Close releases the traces, tensors and programs (not the device).
 func (m *BatchModel) Close() error {

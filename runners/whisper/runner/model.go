@@ -171,53 +171,9 @@ func LoadModel(ctx context.Context, dev *ttnn.Device, programs fs.FS) (_ *Model,
 }
 
 // checkIO checks the programs against what the model feeds them.
-func (m *Model) checkIO(enc, dec ttnn.Function) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrBadProgram}, args...)...)
-	}
-	if len(enc.Inputs) != 1 || len(enc.Outputs) != 1 {
-		return bad("%s.%s takes %d inputs and returns %d outputs, want 1 and 1", EncoderProgram, encoderFn, len(enc.Inputs), len(enc.Outputs))
-	}
-	in := enc.Inputs[0]
-	if in.DType != ttnn.BF16 || len(in.Shape) != 3 || in.Shape[0] != 1 || in.Shape[2] != segment.NFrames {
-		return bad("%s input %v, want bf16 [1, n_mels, %d]", EncoderProgram, in, segment.NFrames)
-	}
-	m.nMels = in.Shape[1]
-	want := []struct {
-		name  string
-		dtype ttnn.DType
-		elems int
-	}{{"input_ids", ttnn.U32, 1}, {"position", ttnn.U32, 1}}
-	if len(dec.Inputs) != 3 || len(dec.Outputs) != 1 {
-		return bad("%s.%s takes %d inputs and returns %d outputs, want 3 and 1", DecoderProgram, decoderFn, len(dec.Inputs), len(dec.Outputs))
-	}
-	for i, w := range want {
-		d := dec.Inputs[i]
-		if d.Name != w.name || d.DType != w.dtype || d.Elements() != w.elems {
-			return bad("%s input %d is %v, want %s %v of %d element", DecoderProgram, i, d, w.name, w.dtype, w.elems)
-		}
-	}
-	if st, out := dec.Inputs[2], enc.Outputs[0]; st.DType != out.DType || !equalShape(st.Shape, out.Shape) {
-		return bad("%s takes encoder states %v, %s returns %v", DecoderProgram, st, EncoderProgram, out)
-	}
-	lg := dec.Outputs[0]
-	if lg.DType != ttnn.F32 || len(lg.Shape) == 0 || lg.Elements() != lg.Shape[len(lg.Shape)-1] {
-		return bad("%s output %v, want f32 logits of one position", DecoderProgram, lg)
-	}
-	m.nVocab = lg.Shape[len(lg.Shape)-1]
-	return nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+func (m *Model) checkIO(enc, dec ttnn.Function) (err error) {
+	m.nMels, m.nVocab, err = checkPrograms(DecoderProgram, 1, enc, dec)
+	return err
 }
 
 // NMels is the number of mel bins the encoder takes.
@@ -337,15 +293,19 @@ func (m *Model) step(ctx context.Context, st *encoderState, tok, pos uint32, rea
 }
 
 // order makes queue 0 wait for the input writes on inCQ.
-func (m *Model) order(ctx context.Context) error {
-	if m.inCQ == 0 {
+func (m *Model) order(ctx context.Context) error { return orderQueues(ctx, m.dev, m.inCQ) }
+
+// orderQueues makes dev's queue 0 wait for the writes enqueued so far on queue inCQ (nothing
+// to wait for when the inputs go through queue 0 too).
+func orderQueues(ctx context.Context, dev *ttnn.Device, inCQ int) error {
+	if inCQ == 0 {
 		return nil
 	}
-	ev, err := m.dev.RecordEvent(ctx, m.inCQ)
+	ev, err := dev.RecordEvent(ctx, inCQ)
 	if err != nil {
 		return err
 	}
-	return m.dev.WaitEvent(ctx, 0, ev)
+	return dev.WaitEvent(ctx, 0, ev)
 }
 
 // replay replays tr on queue 0 after the input writes.
