@@ -21,6 +21,7 @@ typedef struct { const ttb_tensor_desc *desc; void *data; size_t bytes; } ttb_si
 ttb_status ttb_sim_script_open(struct ttb_sim_script **out);
 void ttb_sim_script_free(struct ttb_sim_script *s);
 ttb_status ttb_sim_script_apply(struct ttb_sim_script *s, const ttb_sim_buf *in, uint32_t n_in, const ttb_sim_buf *out, uint32_t n_out, int *handled);
+int ttb_sim_next_line(char **cursor, int *line, char **key, char **rest);
 
 #define SIM_DEV_MAGIC 0x7474626465766963ULL
 #define SIM_TENSOR_MAGIC 0x74746274656e736fULL
@@ -640,23 +641,38 @@ static ttb_status parse_desc(const char *path, int line, char *rest, ttb_tensor_
   return TTB_OK;
 }
 
-static ttb_status parse_manifest(const char *path, char *text, ttb_program *p) {
-  int line = 0, header = 0;
-  sim_fn *fn = NULL;
-  for (char *l = text, *nl; l != NULL; l = nl) {
-    nl = strchr(l, '\n');
+/* ttb_sim_next_line finds the next non-empty line of a manifest or script at *cursor, which it
+ * advances (the text is cut up in place): a comment (#) and the blanks around the line are
+ * dropped, its first word goes to *key and the rest, blanks trimmed, to *rest; *line counts the
+ * lines read. It returns 0 at the end of the text. Shared with ttb_sim_script.c. */
+int ttb_sim_next_line(char **cursor, int *line, char **key, char **rest) {
+  while (*cursor != NULL) {
+    char *l = *cursor, *nl = strchr(l, '\n');
     if (nl) *nl++ = 0;
-    line++;
+    *cursor = nl;
+    (*line)++;
     char *hash = strchr(l, '#');
     if (hash) *hash = 0;
     size_t n = strlen(l);
     while (n > 0 && (l[n - 1] == ' ' || l[n - 1] == '\t' || l[n - 1] == '\r')) l[--n] = 0;
     while (*l == ' ' || *l == '\t') l++;
     if (*l == 0) continue;
-    char *rest = l;
-    while (*rest && *rest != ' ' && *rest != '\t') rest++;
-    if (*rest) *rest++ = 0;
-    while (*rest == ' ' || *rest == '\t') rest++;
+    char *r = l;
+    while (*r && *r != ' ' && *r != '\t') r++;
+    if (*r) *r++ = 0;
+    while (*r == ' ' || *r == '\t') r++;
+    *key = l;
+    *rest = r;
+    return 1;
+  }
+  return 0;
+}
+
+static ttb_status parse_manifest(const char *path, char *text, ttb_program *p) {
+  int line = 0, header = 0;
+  sim_fn *fn = NULL;
+  char *cursor = text, *l, *rest;
+  while (ttb_sim_next_line(&cursor, &line, &l, &rest)) {
     if (!header) {
       if (strcmp(l, "ttb-sim-program") != 0 || strcmp(rest, "1") != 0)
         return ttb_fail(TTB_INVALID_ARGUMENT, "%s: first line must be \"ttb-sim-program 1\"", path);

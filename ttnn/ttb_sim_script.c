@@ -27,6 +27,9 @@
 #define SCRIPT_MAX_ROWS 32            /* rows of a batched decoder step */
 #define SCRIPT_PAD 0xFFFFFFFFu        /* position of a padding row: no step, zero logits */
 
+/* The line splitter of ttb_sim.c's manifest parser. */
+int ttb_sim_next_line(char **cursor, int *line, char **key, char **rest);
+
 /* One buffer of a program run, as ttb_sim.c hands it over. */
 typedef struct {
   const ttb_tensor_desc *desc;
@@ -119,20 +122,8 @@ static ttb_status parse_ids(const char *path, int line, char *rest, id_list *l, 
 static ttb_status parse_script(const char *path, char *text, ttb_sim_script *s) {
   int line = 0, header = 0;
   script_decode *d = NULL;
-  for (char *l = text, *nl; l != NULL; l = nl) {
-    nl = strchr(l, '\n');
-    if (nl) *nl++ = 0;
-    line++;
-    char *hash = strchr(l, '#');
-    if (hash) *hash = 0;
-    size_t n = strlen(l);
-    while (n > 0 && (l[n - 1] == ' ' || l[n - 1] == '\t' || l[n - 1] == '\r')) l[--n] = 0;
-    while (*l == ' ' || *l == '\t') l++;
-    if (*l == 0) continue;
-    char *rest = l;
-    while (*rest && *rest != ' ' && *rest != '\t') rest++;
-    if (*rest) *rest++ = 0;
-    while (*rest == ' ' || *rest == '\t') rest++;
+  char *cursor = text, *l, *rest;
+  while (ttb_sim_next_line(&cursor, &line, &l, &rest)) {
     if (!header) {
       if (strcmp(l, "ttb-sim-script") != 0 || strcmp(rest, "1") != 0)
         return ttb_fail(TTB_INVALID_ARGUMENT, "%s: first line must be \"ttb-sim-script 1\"", path);
