@@ -12,28 +12,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // sharedAudioDir locates /work/shared/testdata/audio relative to the repository root.
 func sharedAudioDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "testdata", "audio")
-	if _, err := os.Stat(filepath.Join(d, "manifest.json")); err != nil {
-		t.Skipf("shared audio test data not found at %s (it lives beside the repo, ../shared/testdata)", d)
-	}
-	return d
+	return filepath.Dir(shareddata.File(t, "audio", "manifest.json"))
 }
 
 var sharedCache struct {

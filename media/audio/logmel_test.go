@@ -13,16 +13,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // sharedWhisperDir locates ../shared/testdata/whisper beside the repository root.
 func sharedWhisperDir(t testing.TB) string {
 	t.Helper()
-	d := filepath.Join(filepath.Dir(sharedAudioDir(t)), "whisper")
-	if _, err := os.Stat(filepath.Join(d, "mel_filters.npz")); err != nil {
-		t.Skipf("shared whisper test data not found at %s (it lives beside the repo, ../shared/testdata)", d)
-	}
-	return d
+	return filepath.Dir(shareddata.File(t, "whisper", "mel_filters.npz"))
 }
 
 func readF32(t testing.TB, path string) []float32 {

@@ -10,10 +10,11 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // rgbAt is the RGB of an NRGBA pixel, which must be opaque.
@@ -178,13 +179,7 @@ func TestDecodeRGBFormats(t *testing.T) {
 // resnetGolden is ../shared/testdata/resnet beside the repository; tests skip without it.
 func resnetGolden(t *testing.T) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	require.True(t, ok)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "testdata", "resnet")
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		t.Skipf("golden ResNet data not found at %s (%v); it lives outside the repository", dir, err)
-	}
-	return dir
+	return filepath.Dir(shareddata.File(t, "resnet", "index.json"))
 }
 
 // TestDecodeRGBMatchesPILConvert compares DecodeRGB with PIL's Image.open(f).convert('RGB') of

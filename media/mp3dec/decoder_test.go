@@ -6,24 +6,19 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/hajimehoshi/go-mp3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // testAudio returns a file of ../shared/testdata/audio, skipping the test when the shared test
 // data is not beside the repository.
 func testAudio(t testing.TB, name string) []byte {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "testdata", "audio", name)
-	b, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
-		t.Skipf("shared test data not found (%s): put ../shared/testdata beside the repository", p)
-	}
+	b, err := os.ReadFile(shareddata.File(t, "audio", name))
 	require.NoError(t, err)
 	return b
 }

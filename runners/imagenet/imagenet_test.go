@@ -3,11 +3,11 @@ package imagenet
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 func TestLabels(t *testing.T) {
@@ -46,13 +46,7 @@ func TestLabel(t *testing.T) {
 // list (pytorch/hub imagenet_classes.txt). torchvision renames the two duplicated ILSVRC
 // names; every other entry must be identical.
 func TestLabelsMatchReference(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot := filepath.Join(filepath.Dir(file), "..", "..")
-	path := filepath.Join(repoRoot, "..", "shared", "testdata", "resnet", "imagenet_classes.json")
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		t.Skipf("shared test data absent (%s); nothing to compare with", path)
-	}
+	data, err := os.ReadFile(shareddata.File(t, "resnet", "imagenet_classes.json"))
 	require.NoError(t, err)
 	var ref []string
 	require.NoError(t, json.Unmarshal(data, &ref))

@@ -11,26 +11,20 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // goldenDir is ../shared/testdata/resnet next to the repository root; tests skip without it.
 func goldenDir(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	require.True(t, ok)
-	repoRoot := filepath.Join(filepath.Dir(file), "..", "..")
-	dir := filepath.Join(repoRoot, "..", "shared", "testdata", "resnet")
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		t.Skipf("golden ResNet data not found at %s (%v); it lives outside the repository", dir, err)
-	}
-	return dir
+	return filepath.Dir(shareddata.File(t, "resnet", "index.json"))
 }
 
 type goldenImage struct {

@@ -12,28 +12,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // testdataDir returns ../shared/testdata/<sub> relative to the repository root, or skips.
 func testdataDir(t testing.TB, sub string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "testdata", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("golden data %s absent (%v): skipping", p, err)
-	}
-	return p
+	return shareddata.Dir(t, sub)
 }
 
 var (

@@ -8,28 +8,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // goldenDir returns ../shared/testdata/t5 relative to the repository root, or skips.
 func goldenDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "testdata", "t5")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("T5 golden data %s absent (%v): run scripts/gen-t5-goldens.sh to make it; skipping", p, err)
-	}
-	return p
+	return shareddata.Dir(t, "t5", "run scripts/gen-t5-goldens.sh to make it")
 }
 
 var (

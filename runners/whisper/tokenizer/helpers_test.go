@@ -8,29 +8,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
 // whisperTestdata is ../shared/testdata/whisper next to the repository root; the test is
 // skipped when it is absent.
 func whisperTestdata(tb testing.TB) string {
 	tb.Helper()
-	dir, err := os.Getwd()
-	require.NoError(tb, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "testdata", "whisper")
-	if _, err := os.Stat(filepath.Join(d, "tokens.json")); err != nil {
-		tb.Skipf("whisper test data not found at %s (see shared/testdata/README.md): %v", d, err)
-	}
-	return d
+	return filepath.Dir(shareddata.File(tb, "whisper", "tokens.json"))
 }
 
 var (
