@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Generates the golden data of runners/diffusion/t5 (issue 8, the T5 / SD3.5 tokenizer_3 item)
-# into ../shared/testdata/t5 (beside the repository; never into the repository itself).
+# into $TT_GOLDEN_DIR/t5 (default ~/.cache/tt-media-server-go/goldens/t5; never into the
+# repository itself), where the tests find it (internal/shareddata) when ../shared/testdata/t5,
+# the old location, is absent: ../shared/testdata may be read-only.
 #
 #   scripts/gen-t5-goldens.sh SENTENCEPIECE_SRC [NODE_TOKENIZERS_DIR] [OUT_DIR]
 #
@@ -10,7 +12,7 @@
 #                    `tokenizers` (Hugging Face tokenizers' Node binding, e.g. 0.23.2, installed
 #                    with `npm install tokenizers@0.23.2`). Without it the tokenizer.json goldens
 #                    (hf_*.json) are not regenerated.
-# OUT_DIR            default: ../shared/testdata/t5 relative to the repository root.
+# OUT_DIR            default: $TT_GOLDEN_DIR/t5, ~/.cache/tt-media-server-go/goldens/t5.
 #
 # What it makes (the README.md written beside them says the same, with the versions used):
 #   test_model.model, test_ja_model.model   sentencepiece's own Unigram test models (python/test/)
@@ -27,7 +29,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SRC=${1:?usage: gen-t5-goldens.sh SENTENCEPIECE_SRC [NODE_TOKENIZERS_DIR] [OUT_DIR]}
 NODEDIR=${2:-}
-OUT=${3:-$ROOT/../shared/testdata/t5}
+OUT=${3:-${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/t5}
 SPM_TAG=v0.1.97
 PY=/usr/bin/python3
 

@@ -12,7 +12,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
-// goldenDir returns ../shared/testdata/t5 relative to the repository root, or skips.
+// goldenDir returns the T5 goldens of scripts/gen-t5-goldens.sh (see internal/shareddata), or skips.
 func goldenDir(t testing.TB) string {
 	t.Helper()
 	return shareddata.Dir(t, "t5", "run scripts/gen-t5-goldens.sh to make it")
