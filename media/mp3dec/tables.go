@@ -1,44 +1,28 @@
 package mp3dec
 
-import (
-	"math"
-	_ "unsafe" // go:linkname
+import "math"
 
-	// The normative tables of ISO/IEC 11172-3 and 13818-3 (Huffman codes, scale-factor bands,
-	// the synthesis window) are taken from the go-mp3 module the server already depends on,
-	// instead of a second hand-typed copy: see the linkname declarations below.
-	_ "github.com/hajimehoshi/go-mp3"
-)
+//go:generate go run gen_tables.go
 
-// go-mp3 v0.3.4 (archived upstream, pinned in go.mod) keeps these in internal packages. The
-// linker resolves the names below to its variables; if a go-mp3 upgrade renamed one, the build
-// would fail at link time, and TestTables checks shapes and known values of each.
+// The normative tables of ISO/IEC 11172-3 and 13818-3 (Huffman codes, scale-factor bands, the
+// scale-factor bit allocations and the synthesis window) are data, in tables_iso.go, generated
+// from iso_tables.txt. Everything the standards define by a formula (requantisation powers,
+// alias butterflies, IMDCT windows and cosines, intensity-stereo ratios, the DCT's cosines) is
+// computed below at start-up from that formula.
 
-// huffTables mirrors go-mp3's internal/huffman.huffTables.
-type huffTables struct {
-	tree    []uint16 // PDMP3-style binary tree
-	treelen int
-	linbits int
+// huffCode is one code word: val (x<<4|y, or v<<3|w<<2|x<<1|y for the count1 tables), its
+// length and its bits (right-aligned).
+type huffCode struct {
+	val  uint8
+	len  uint8
+	code uint32
 }
 
-//go:linkname goHuffmanMain github.com/hajimehoshi/go-mp3/internal/huffman.huffmanMain
-var goHuffmanMain [34]huffTables
-
-// [lsf][sampling-frequency index][long, short] scale-factor band boundaries.
-//
-//go:linkname goSfBandIndices github.com/hajimehoshi/go-mp3/internal/consts.SfBandIndices
-var goSfBandIndices [2][3][2][]int
-
-//go:linkname goSynthDtbl github.com/hajimehoshi/go-mp3/internal/frame.synthDtbl
-var goSynthDtbl [512]float32
-
-//go:linkname goScalefacSizesMpeg1 github.com/hajimehoshi/go-mp3/internal/maindata.scalefacSizesMpeg1
-var goScalefacSizesMpeg1 [16][2]int
-
-// [block type: long, short, mixed][partition table][4] numbers of scale factors (13818-3).
-//
-//go:linkname goScalefacSizesMpeg2 github.com/hajimehoshi/go-mp3/internal/maindata.scalefacSizesMpeg2
-var goScalefacSizesMpeg2 [3][6][4]int
+// huffTable is one Huffman table of Table B.7.
+type huffTable struct {
+	codes   []huffCode
+	linbits int
+}
 
 // pretab is the pre-emphasis added to long-block scale factors when preflag is set.
 var pretab = [22]int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 2, 0}
@@ -73,7 +57,7 @@ func init() {
 		caAlias[i] = float32(c / sq)
 	}
 	initIMDCT()
-	synthWin = goSynthDtbl
+	synthWin = isoSynthWindow
 	for p := 0; p < 7; p++ {
 		t := math.Tan(float64(p) * math.Pi / 12)
 		if p == 6 { // tan(π/2): everything goes left
@@ -87,8 +71,8 @@ func init() {
 			dct32Cos[s][i] = float32(0.5 / math.Cos(float64(2*i+1)*math.Pi/float64(2*n)))
 		}
 	}
-	for t := range goHuffmanMain {
-		huff[t] = buildHuffLookup(goHuffmanMain[t])
+	for t := range isoHuffman {
+		huff[t] = buildHuffLookup(isoHuffman[t])
 	}
 }
 
@@ -151,10 +135,9 @@ const (
 	huffSub  = 1 << 31
 )
 
-// buildHuffLookup enumerates go-mp3's tree into (code, length, value) and lays out the
-// two-level table.
-func buildHuffLookup(h huffTables) huffLookup {
-	if h.treelen == 0 {
+// buildHuffLookup lays out a table's codes as a two-level lookup table.
+func buildHuffLookup(h huffTable) huffLookup {
+	if len(h.codes) == 0 {
 		return huffLookup{}
 	}
 	type code struct {
@@ -162,31 +145,10 @@ func buildHuffLookup(h huffTables) huffLookup {
 		n    int
 		val  uint32
 	}
-	var codes []code
-	var walk func(point int, bits uint32, n int)
-	walk = func(point int, bits uint32, n int) {
-		if point >= h.treelen || n > 24 {
-			return
-		}
-		if h.tree[point]&0xff00 == 0 {
-			codes = append(codes, code{bits, n, uint32(h.tree[point] & 0xff)})
-			return
-		}
-		// The two branches, as go-mp3's Decode steps them.
-		r := point
-		for h.tree[r]&0xff >= 250 {
-			r += int(h.tree[r]) & 0xff
-		}
-		r += int(h.tree[r]) & 0xff
-		l := point
-		for h.tree[l]>>8 >= 250 {
-			l += int(h.tree[l]) >> 8
-		}
-		l += int(h.tree[l]) >> 8
-		walk(l, bits, n+1)
-		walk(r, bits|1<<(31-n), n+1)
+	codes := make([]code, len(h.codes))
+	for i, c := range h.codes {
+		codes[i] = code{bits: c.code << (32 - c.len), n: int(c.len), val: uint32(c.val)}
 	}
-	walk(0, 0, 0)
 	t := make([]uint32, 1<<rootBits)
 	// Second levels: the longest code under each root prefix sets its size.
 	subBits := make([]int, 1<<rootBits)
