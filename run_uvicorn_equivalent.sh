@@ -20,7 +20,9 @@
 # Usage: run_uvicorn_equivalent.sh [--skip-venv] [--host H] [--port P] [--print-env]
 #   --print-env   print the environment the server would be started with (KEY=VALUE, sorted,
 #                 secrets shown as ***) and the command line, then exit 0 without starting it.
-# The binary is $TT_MEDIA_SERVER_BIN, else tt-media-server next to this script, else on PATH.
+# The binary is $TT_MEDIA_SERVER_BIN, else tt-media-server next to this script, else on PATH;
+# in a source checkout without one (a fresh clone), the script builds it next to itself first
+# (go build -o tt-media-server ./cmd/tt-media-server) and says so on stderr.
 
 _ttms_main() {
 	set -eo pipefail
@@ -64,18 +66,27 @@ _ttms_main() {
 
 	_ttms_explain_mesh
 
-	local bin=${TT_MEDIA_SERVER_BIN:-}
+	local bin=${TT_MEDIA_SERVER_BIN:-} here
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 	if [ -z "$bin" ]; then
-		local here
-		here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 		if [ -x "$here/tt-media-server" ] && [ ! -d "$here/tt-media-server" ]; then
 			bin=$here/tt-media-server
 		else
 			bin=$(command -v tt-media-server || true)
 		fi
 	fi
+	if { [ -z "$bin" ] || [ ! -x "$bin" ] || [ -d "$bin" ]; } && [ -z "${TT_MEDIA_SERVER_BIN:-}" ] &&
+		[ "$print_env" = false ] && [ -f "$here/go.mod" ] && [ -d "$here/cmd/tt-media-server" ] && command -v go >/dev/null; then
+		# A source checkout without a binary (a fresh clone): build it once, next to this script.
+		echo "run_uvicorn_equivalent.sh: no tt-media-server binary yet; building it: (cd $here && go build -o tt-media-server ./cmd/tt-media-server)" >&2
+		(cd "$here" && go build -o tt-media-server ./cmd/tt-media-server) || {
+			echo "run_uvicorn_equivalent.sh: the build failed (see above)" >&2
+			return 1
+		}
+		bin=$here/tt-media-server
+	fi
 	if [ -z "$bin" ] || [ ! -x "$bin" ] || [ -d "$bin" ]; then
-		echo "run_uvicorn_equivalent.sh: tt-media-server binary not found (set TT_MEDIA_SERVER_BIN, put it next to this script, or on PATH)" >&2
+		echo "run_uvicorn_equivalent.sh: tt-media-server binary not found (set TT_MEDIA_SERVER_BIN, put it next to this script, or on PATH); in a source checkout build it first: go build -o tt-media-server ./cmd/tt-media-server (needs Go and gcc)" >&2
 		return 127
 	fi
 

@@ -77,7 +77,7 @@ type rawEnv struct {
 
 	ServiceHost   string     `envconfig:"SERVICE_HOST" default:"0.0.0.0"`
 	ServicePort   envInt     `envconfig:"SERVICE_PORT" default:"8000"`
-	APIKey        string     `envconfig:"API_KEY" default:"your-secret-key"`
+	APIKey        string     `envconfig:"API_KEY" default:"your-secret-key"` // DefaultAPIKey
 	JWTSecret     string     `envconfig:"JWT_SECRET"`
 	JWTRequireExp envBool    `envconfig:"JWT_REQUIRE_EXP" default:"false"`
 	HFToken       string     `envconfig:"HF_TOKEN"`

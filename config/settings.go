@@ -122,6 +122,10 @@ type Settings struct {
 	TP2, SD35Base, SD35Fast bool
 }
 
+// DefaultAPIKey is API_KEY's default, the Python server's: anyone who has read its README
+// knows it, so a server listening beyond loopback with it warns at start-up.
+const DefaultAPIKey = "your-secret-key"
+
 // Service is the API family this process mounts: "image", "audio" or "cnn". Load always fills
 // ModelService; for a hand-built Settings it falls back to the runner's service ("" if unknown).
 func (s *Settings) Service() string {

@@ -245,3 +245,38 @@ func TestRunScriptSourced(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(got), "SD_3_5_BASE=true")
 }
+
+// In a fresh source checkout (go.mod and cmd/tt-media-server beside the script, no binary) the
+// script builds the binary next to itself with go build, says so, and runs it; without Go it
+// fails saying how to build it.
+func TestRunScriptBuildsInFreshClone(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "run_uvicorn_equivalent.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "run_uvicorn_equivalent.sh")
+	require.NoError(t, os.WriteFile(script, src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "cmd", "tt-media-server"), 0o755))
+
+	// Without Go on PATH: exit 127 and the build command in the message.
+	r := runScript(t, script, nil)
+	require.Equal(t, 127, r.code, r.stderr)
+	require.Contains(t, r.stderr, "go build -o tt-media-server ./cmd/tt-media-server")
+
+	// With a (fake) go: it is called as `go build -o tt-media-server ./cmd/tt-media-server` in
+	// the checkout, and the script then execs what it built.
+	gobin := t.TempDir()
+	fakeGo := "#!/bin/sh\n[ \"$1 $2 $3 $4\" = \"build -o tt-media-server ./cmd/tt-media-server\" ] || exit 9\n" +
+		"cp \"" + writeFake(t, t.TempDir()) + "\" \"$PWD/$3\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(gobin, "go"), []byte(fakeGo), 0o755))
+	out := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command("bash", script)
+	cmd.Env = []string{"PATH=" + gobin + ":/usr/bin:/bin", "FAKE_OUT=" + out, "FAKE_EXIT=0"}
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	require.Contains(t, string(b), "building it")
+	_, err = os.Stat(out)
+	require.NoError(t, err, "the built binary was not run")
+	_, err = os.Stat(filepath.Join(dir, "tt-media-server"))
+	require.NoError(t, err)
+}

@@ -58,6 +58,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer closeLog()
 
+	if settings.DefaultThrottleLevel != "" {
+		// As the Python server's device workers do: TT-Metal reads TT_MM_THROTTLE_PERF when a
+		// device opens, here (in-process workers) and in every worker process (inherited).
+		if err := os.Setenv("TT_MM_THROTTLE_PERF", settings.DefaultThrottleLevel); err != nil {
+			return fmt.Errorf("DEFAULT_THROTTLE_LEVEL: set TT_MM_THROTTLE_PERF: %w", err)
+		}
+	}
+
 	reg := runners.NewRegistry()
 	mock.Register(reg)
 	whisperrunner.Register(reg)
@@ -127,6 +135,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s (SERVICE_HOST/SERVICE_PORT): %w", addr, err)
 	}
 	httpSrv := srv.HTTPServer(addr)
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && settings.APIKey == config.DefaultAPIKey {
+		log.Warn("API_KEY is the well-known default \"your-secret-key\" and the server listens beyond loopback: anyone who can reach "+
+			ln.Addr().String()+" can use it; set API_KEY (or API_KEYS / JWT_SECRET), or SERVICE_HOST=127.0.0.1",
+			"addr", ln.Addr().String())
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
