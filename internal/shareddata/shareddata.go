@@ -67,3 +67,21 @@ func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// Generated returns the directory of goldens that a project script generates (GeneratedRoot()/sub,
+// or Root()/sub when present there). When it is absent the test is skipped with hint (the
+// command that makes it), except in CI (CI=true), where a missing golden fails the test.
+func Generated(t testing.TB, sub, hint string) string {
+	t.Helper()
+	for _, p := range []string{filepath.Join(Root(), sub), filepath.Join(GeneratedRoot(), sub)} {
+		if dirExists(p) {
+			return p
+		}
+	}
+	msg := "goldens " + sub + " are absent from " + GeneratedRoot() + " and " + Root() + ": " + hint
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg + "; skipping")
+	return ""
+}

@@ -17,6 +17,18 @@ type Spec struct {
 	SeqLen, HiddenSize, PooledSize int
 	// ImageHeight and ImageWidth are the VAE decoder's output size in pixels.
 	ImageHeight, ImageWidth int
+	// UNetChannels is the UNet's sample channels: 0 or LatentChannels for the text-to-image
+	// and image-to-image UNet, 2*LatentChannels+1 (9) for the inpainting UNet, whose input is
+	// the latents, the mask and the masked image's latents concatenated.
+	UNetChannels int
+}
+
+// UNetIn is the UNet's sample channels (UNetChannels, or LatentChannels when 0).
+func (s Spec) UNetIn() int {
+	if s.UNetChannels > 0 {
+		return s.UNetChannels
+	}
+	return s.LatentChannels
 }
 
 // LatentElems is the number of elements of one image's latents.
@@ -58,4 +70,12 @@ type Device interface {
 	// VAE decodes one image's latents [C, H, W] (already divided by the scaling factor) to
 	// [3, ImageHeight, ImageWidth] with values nominally in [-1, 1].
 	VAE(ctx context.Context, latents []float32) ([]float32, error)
+}
+
+// ImageEncoder is a Device that also runs the VAE encoder (image-to-image and inpainting).
+type ImageEncoder interface {
+	// VAEEncode encodes one image [3, ImageHeight, ImageWidth] in [-1, 1] to the moments of the
+	// latent distribution [2*C, H, W]: the mean's C channels, then the log-variance's
+	// (diffusers' AutoencoderKL.encode(...).latent_dist parameters).
+	VAEEncode(ctx context.Context, image []float32) ([]float32, error)
 }

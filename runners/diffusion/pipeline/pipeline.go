@@ -180,6 +180,11 @@ func (p *Pipeline) Generate(ctx context.Context, req Request, progress Progress)
 
 // GenerateWith is Generate with hooks called between the steps.
 func (p *Pipeline) GenerateWith(ctx context.Context, req Request, hooks Hooks) (*image.NRGBA, error) {
+	return p.generate(ctx, req, nil, hooks)
+}
+
+// generate runs text-to-image (in nil), image-to-image or inpainting.
+func (p *Pipeline) generate(ctx context.Context, req Request, in *ImageInput, hooks Hooks) (*image.NRGBA, error) {
 	if math.IsNaN(req.GuidanceScale) || math.IsInf(req.GuidanceScale, 0) ||
 		!(req.GuidanceRescale >= 0 && req.GuidanceRescale <= 1) {
 		return nil, fmt.Errorf("%w: guidance_scale %v, guidance_rescale %v", runners.ErrBadRequest, req.GuidanceScale, req.GuidanceRescale)
@@ -187,6 +192,13 @@ func (p *Pipeline) GenerateWith(ctx context.Context, req Request, hooks Hooks) (
 	sched, err := p.Schedule(req)
 	if err != nil {
 		return nil, err
+	}
+	if in != nil {
+		if sched, err = p.strengthSchedule(sched, in); err != nil {
+			return nil, err
+		}
+	} else if p.spec.UNetIn() != p.spec.LatentChannels {
+		return nil, fmt.Errorf("%w: the inpainting UNet needs an image and a mask", runners.ErrBadRequest)
 	}
 	cfg := req.GuidanceScale > 1
 	if err := ctx.Err(); err != nil {
@@ -201,18 +213,34 @@ func (p *Pipeline) GenerateWith(ctx context.Context, req Request, hooks Hooks) (
 	if err != nil {
 		return nil, err
 	}
-	s := p.spec
-	x, err := latents.Randn(ctx, seed, p.cfg.Kernel, 1, s.LatentChannels, s.LatentHeight, s.LatentWidth)
+	gen, err := latents.NewGenerator(seed, p.cfg.Kernel)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: initial latents: %w", err)
+		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	sigma0 := sched.InitNoiseSigma()
-	for i := range x {
-		x[i] *= sigma0
+	s := p.spec
+	n, elems := sched.Len(), s.LatentElems()
+	var (
+		x    []float32
+		prep *prepared
+	)
+	if in == nil {
+		x = make([]float32, elems)
+		if err := gen.FillNormal(ctx, x); err != nil {
+			return nil, fmt.Errorf("pipeline: initial latents: %w", err)
+		}
+		sigma0 := sched.InitNoiseSigma()
+		for i := range x {
+			x[i] *= sigma0
+		}
+	} else {
+		if prep, err = p.prepare(ctx, gen, sched, in); err != nil {
+			return nil, err
+		}
+		x = prep.latents
 	}
 
-	n, elems := sched.Len(), s.LatentElems()
-	in := make([]float32, cond.Batch*elems)
+	rowElems := s.UNetIn() * s.LatentHeight * s.LatentWidth
+	input := make([]float32, cond.Batch*rowElems)
 	noise := make([]float32, elems)
 	var x0 []float32 // pred_original_sample, kept only for hooks
 	if hooks.Step != nil {
@@ -222,13 +250,17 @@ func (p *Pipeline) GenerateWith(ctx context.Context, req Request, hooks Hooks) (
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := sched.ScaleModelInput(in[:elems], x, i); err != nil {
+		if err := sched.ScaleModelInput(input[:elems], x, i); err != nil {
 			return nil, fmt.Errorf("pipeline: step %d: %w", i, err)
 		}
-		for b := 1; b < cond.Batch; b++ {
-			copy(in[b*elems:(b+1)*elems], in[:elems])
+		if prep != nil && prep.concat { // the inpainting UNet: latents, mask, masked-image latents
+			copy(input[elems:], prep.maskLatent)
+			copy(input[elems+len(prep.maskLatent):rowElems], prep.maskedLatents)
 		}
-		out, err := p.dev.UNet(ctx, in, sched.Timesteps[i], cond)
+		for b := 1; b < cond.Batch; b++ {
+			copy(input[b*rowElems:(b+1)*rowElems], input[:rowElems])
+		}
+		out, err := p.dev.UNet(ctx, input, sched.Timesteps[i], cond)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: UNet step %d of %d: %w", i+1, n, err)
 		}
@@ -242,6 +274,11 @@ func (p *Pipeline) GenerateWith(ctx context.Context, req Request, hooks Hooks) (
 		}
 		if err := sched.Step(x, x0, noise, x, i); err != nil {
 			return nil, fmt.Errorf("pipeline: scheduler step %d: %w", i, err)
+		}
+		if prep != nil && prep.blend {
+			if err := prep.blendStep(sched, x, i); err != nil {
+				return nil, err
+			}
 		}
 		if hooks.Step != nil {
 			if err := hooks.Step(i+1, n, func() []float32 { return x0 }); err != nil {

@@ -46,6 +46,15 @@ func (s *CFGSplit) VAE(ctx context.Context, latents []float32) ([]float32, error
 	return s.Uncond.VAE(ctx, latents)
 }
 
+// VAEEncode implements ImageEncoder on Uncond, when Uncond has the encoder.
+func (s *CFGSplit) VAEEncode(ctx context.Context, image []float32) ([]float32, error) {
+	enc, ok := s.Uncond.(ImageEncoder)
+	if !ok {
+		return nil, ErrNoEncoder
+	}
+	return enc.VAEEncode(ctx, image)
+}
+
 // rows returns row r of a [batch, n] tensor.
 func rows(v []float32, batch, r int) []float32 {
 	n := len(v) / batch

@@ -136,6 +136,8 @@ type EulerSchedule struct {
 
 	prediction string
 	spacing    string
+	// initSigma, when not 0, is the full schedule's InitNoiseSigma (a From slice keeps it).
+	initSigma float32
 }
 
 // Schedule is set_timesteps(n): the timesteps of the configured spacing and the training
@@ -252,6 +254,9 @@ func (s *EulerSchedule) Len() int { return len(s.Timesteps) }
 // InitNoiseSigma is the factor the initial unit-variance latents are multiplied by:
 // max sigma for linspace/trailing spacing, sqrt(max sigma^2 + 1) for leading (float32).
 func (s *EulerSchedule) InitNoiseSigma() float32 {
+	if s.initSigma != 0 {
+		return s.initSigma
+	}
 	m := float32(0)
 	for _, v := range s.Sigmas {
 		m = max(m, v)

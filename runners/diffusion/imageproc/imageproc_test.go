@@ -1,0 +1,154 @@
+package imageproc
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+)
+
+const hint = "make them with scripts/gen-img2img-goldens.sh DIFFUSERS_SRC (Debian python3-torch + a huggingface/diffusers checkout)"
+
+type preprocessGolden struct {
+	Target [2]int `json:"target"`
+	Cases  []struct {
+		Kind         string `json:"kind"`
+		Input        string `json:"input"`
+		Shape        []int  `json:"shape"`
+		Golden       string `json:"golden"`
+		LatentShape  []int  `json:"latent_shape"`
+		LatentGolden string `json:"latent_golden"`
+		MaskedOf     string `json:"masked_image_of"`
+		MaskedGolden string `json:"masked_golden"`
+	} `json:"cases"`
+}
+
+func readF32(t *testing.T, path string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Zero(t, len(b)%4, path)
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func decode(t *testing.T, path string) image.Image {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	img, _, err := imaging.Decode(b, 1<<24)
+	require.NoError(t, err)
+	return img
+}
+
+// TestGolden checks image and mask preprocessing, the masked image and the mask's latent-size
+// resize against diffusers' VaeImageProcessor and prepare_mask_latents, bit for bit (the
+// Lanczos resize reproduces PIL's fixed-point arithmetic).
+func TestGolden(t *testing.T) {
+	dir := shareddata.Generated(t, "img2img", hint)
+	raw, err := os.ReadFile(filepath.Join(dir, "preprocess.json"))
+	require.NoError(t, err)
+	var g preprocessGolden
+	require.NoError(t, json.Unmarshal(raw, &g))
+	h, w := g.Target[0], g.Target[1]
+	var images, masks int
+	for _, c := range g.Cases {
+		t.Run(c.Input, func(t *testing.T) {
+			want := readF32(t, filepath.Join(dir, c.Golden))
+			switch c.Kind {
+			case "image":
+				images++
+				got, err := Preprocess(imaging.ToRGB(decode(t, filepath.Join(dir, c.Input))), h, w)
+				require.NoError(t, err)
+				require.Equal(t, []int{1, got.C, got.H, got.W}, c.Shape)
+				require.Equal(t, want, got.Pix)
+			case "mask":
+				masks++
+				ch, err := MaskChannel(decode(t, filepath.Join(dir, c.Input)), false)
+				require.NoError(t, err)
+				got, err := PreprocessMask(ch, h, w)
+				require.NoError(t, err)
+				require.Equal(t, []int{1, 1, h, w}, c.Shape)
+				require.Equal(t, want, got.Pix)
+				lat, err := Nearest(got, c.LatentShape[2], c.LatentShape[3])
+				require.NoError(t, err)
+				require.Equal(t, readF32(t, filepath.Join(dir, c.LatentGolden)), lat.Pix)
+				photo, err := Preprocess(imaging.ToRGB(decode(t, filepath.Join(dir, c.MaskedOf))), h, w)
+				require.NoError(t, err)
+				masked, err := Masked(photo, got)
+				require.NoError(t, err)
+				require.Equal(t, readF32(t, filepath.Join(dir, c.MaskedGolden)), masked.Pix)
+			default:
+				t.Fatalf("unknown case kind %q", c.Kind)
+			}
+		})
+	}
+	require.Positive(t, images)
+	require.Positive(t, masks)
+}
+
+func TestMaskChannel(t *testing.T) {
+	gray := image.NewGray(image.Rect(0, 0, 2, 1))
+	gray.Pix = []uint8{0, 200}
+	rgbGray := image.NewNRGBA(image.Rect(0, 0, 2, 1))
+	rgbGray.Pix = []uint8{10, 10, 10, 255, 250, 250, 250, 255}
+	colour := image.NewNRGBA(image.Rect(0, 0, 2, 1))
+	colour.Pix = []uint8{10, 10, 10, 255, 250, 0, 250, 255}
+	alpha := image.NewNRGBA(image.Rect(0, 0, 2, 1))
+	alpha.Pix = []uint8{200, 10, 30, 0, 1, 2, 3, 255} // colour under alpha does not matter
+	for _, c := range []struct {
+		name  string
+		img   image.Image
+		alpha bool
+		want  []uint8
+		err   error
+	}{
+		{"gray", gray, false, []uint8{0, 200}, nil},
+		{"rgb gray", rgbGray, false, []uint8{10, 250}, nil},
+		{"colour", colour, false, nil, ErrMask},
+		{"colour with alpha rule but opaque", colour, true, nil, ErrMask},
+		{"alpha marks (OpenAI)", alpha, true, []uint8{255, 0}, nil},
+		{"alpha dropped (HEAD): colour", alpha, false, nil, ErrMask},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := MaskChannel(c.img, c.alpha)
+			if c.err != nil {
+				require.True(t, errors.Is(err, c.err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want, got.Pix)
+		})
+	}
+}
+
+func TestPreprocessRange(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 3, 2))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 11)
+	}
+	got, err := Preprocess(img, 2, 3) // same size: no resize
+	require.NoError(t, err)
+	require.Equal(t, float32(-1), got.Pix[0])
+	for _, v := range got.Pix {
+		require.True(t, v >= -1 && v <= 1)
+	}
+	_, err = Preprocess(img, 0, 3)
+	require.Error(t, err)
+	_, err = Nearest(Image{C: 1, H: 2, W: 2, Pix: make([]float32, 3)}, 1, 1)
+	require.Error(t, err)
+	_, err = Masked(got, Image{C: 1, H: 1, W: 3, Pix: make([]float32, 3)})
+	require.Error(t, err)
+}
