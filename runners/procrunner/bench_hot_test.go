@@ -1,13 +1,17 @@
 package procrunner
 
 // Benchmarks of the worker-process protocol: each frame kind encoded (writeFrame's bytes) and
-// decoded (readFrame), the way parent and child exchange them per job.
+// decoded (readFrame), the way parent and child exchange them per job; BenchmarkFrameVsGob
+// measures the same messages through this protocol (JSON header + blobs) and through gob with
+// a fresh encoder per frame, which protocol version 2 used, side by side.
 //
 //	go test -run '^$' -bench . -benchmem ./runners/procrunner/
 
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/gob"
 	"image"
 	"testing"
 	"time"
@@ -53,7 +57,7 @@ func benchFrames(b *testing.B) map[string]*message {
 		"batch_cnn_224":     {Kind: kindBatch, Jobs: []wireJob{cnnJob}},
 		"result_image_1024": {Kind: kindResult, Job: 1, Result: imgRes},
 		"result_transcript": {Kind: kindResult, Job: 2, Result: trRes},
-		"chunk":             {Kind: kindChunk, Job: 2, Chunk: &runners.TranscriptChunk{Text: " a streamed piece", ChunkID: 3}},
+		"chunk":             {Kind: kindChunk, Job: 2, Chunk: &wireTranscriptChunk{Text: " a streamed piece", ChunkID: 3}},
 		"chunk_preview_256": {Kind: kindChunk, Job: 1, Seq: 4, Partial: toWirePartial(&runners.ImagePartial{
 			Index: 1, Step: 10, Steps: 20, Image: preview(0, 0, 256, 256)})},
 		"chunk_ack": {Kind: kindChunkAck, Job: 1, Seq: 4},
@@ -99,5 +103,54 @@ func BenchmarkDecodeFrame(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// gobFrame is version 2's framing: a 4-byte length, then the gob encoding of the message with a
+// fresh encoder (so every frame decodes on its own, type descriptions included).
+func gobFrame(m *message) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write([]byte{0, 0, 0, 0})
+	if err := gob.NewEncoder(&buf).Encode(m); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b, nil
+}
+
+func gobRead(f []byte) (*message, error) {
+	m := new(message)
+	return m, gob.NewDecoder(bytes.NewReader(f[4:])).Decode(m)
+}
+
+// BenchmarkFrameVsGob: a round trip (encode, then decode) of each frame kind, per codec.
+func BenchmarkFrameVsGob(b *testing.B) {
+	frames := benchFrames(b)
+	codecs := []struct {
+		name string
+		enc  func(*message) ([]byte, error)
+		dec  func([]byte) (*message, error)
+	}{
+		{"json", encodeFrame, func(f []byte) (*message, error) { return readFrame(bytes.NewReader(f)) }},
+		{"gob", gobFrame, gobRead},
+	}
+	for _, name := range frameOrder {
+		for _, c := range codecs {
+			b.Run(name+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					f, err := c.enc(frames[name])
+					if err != nil {
+						b.Fatal(err)
+					}
+					m, err := c.dec(f)
+					if err != nil || m.Kind != frames[name].Kind {
+						b.Fatal(err)
+					}
+					b.SetBytes(int64(len(f)))
+				}
+			})
+		}
 	}
 }

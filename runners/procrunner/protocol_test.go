@@ -57,7 +57,7 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 			m := roundTrip(t, &message{Kind: kindBatch, Jobs: []wireJob{w}})
 			require.Len(t, m.Jobs, 1)
 			require.Equal(t, uint64(9), m.Jobs[0].ID)
-			require.True(t, deadline.Equal(m.Jobs[0].Deadline))
+			require.WithinDuration(t, deadline, fromUnixSeconds(m.Jobs[0].Deadline), time.Microsecond)
 			got, err := m.Jobs[0].request()
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
@@ -147,6 +147,12 @@ func TestBadFrames(t *testing.T) {
 		b := binary.BigEndian.AppendUint32(nil, n)
 		return append(b, body...)
 	}
+	// withHeader is a frame with the JSON header h and a payload of n zero bytes.
+	withHeader := func(h string, n int) []byte {
+		body := binary.BigEndian.AppendUint32(nil, uint32(len(h)))
+		body = append(append(body, h...), make([]byte, n)...)
+		return frame(uint32(len(body)), body)
+	}
 	var valid bytes.Buffer
 	require.NoError(t, writeFrame(&valid, &message{Kind: kindHeartbeat}))
 	tests := []struct {
@@ -158,7 +164,11 @@ func TestBadFrames(t *testing.T) {
 		{"too long", frame(MaxFrame+1, nil), "frame length"},
 		{"truncated header", []byte{0, 0}, "truncated frame header"},
 		{"truncated body", valid.Bytes()[:valid.Len()-1], "truncated frame"},
-		{"not gob", frame(3, []byte{1, 2, 3}), "decode frame"},
+		{"short", frame(3, []byte{1, 2, 3}), "frame length 3"},
+		{"header longer than the frame", frame(8, []byte{0, 0, 0, 9, '{', '}', ' ', ' '}), "header length 9"},
+		{"not JSON", frame(7, []byte{0, 0, 0, 3, 1, 2, 3}), "decode frame header"},
+		{"blobs that do not fill the payload", withHeader(`{"kind":"heartbeat","blobs":[2]}`, 1), "blob 0 of 2 bytes in a payload of 1"},
+		{"a blob index out of range", withHeader(`{"kind":"batch","jobs":[{"id":1,"audio":{"samples":3}}],"blobs":[1]}`, 1), "refers to blob 3 of 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,10 +182,10 @@ func TestBadFrames(t *testing.T) {
 		require.NoError(t, writeFrame(&buf, &message{Kind: 99}))
 		_, err := readFrame(&buf)
 		require.ErrorIs(t, err, ErrProtocol)
-		require.ErrorContains(t, err, "unknown message kind(99)")
+		require.ErrorContains(t, err, `unknown message "kind(99)"`)
 	})
 	t.Run("pixels that do not fill the rectangle", func(t *testing.T) {
-		_, err := wireImage{Rect: image.Rect(0, 0, 2, 2), Pix: make([]byte, 15)}.rgba()
+		_, err := wireImage{Width: 2, Height: 2, Format: formatRGBA8, Pixels: blob{Data: make([]byte, 15)}}.rgba()
 		require.ErrorIs(t, err, ErrProtocol)
 	})
 }
@@ -183,12 +193,12 @@ func TestBadFrames(t *testing.T) {
 // FuzzReadFrame: any input either decodes or fails with ErrProtocol/EOF, never panics.
 func FuzzReadFrame(f *testing.F) {
 	var buf bytes.Buffer
-	_ = writeFrame(&buf, &message{Kind: kindBatch, Jobs: []wireJob{{ID: 1, Audio: &wireAudioRequest{HasSegments: true}}}})
+	_ = writeFrame(&buf, &message{Kind: kindBatch, Jobs: []wireJob{{ID: 1, Audio: &wireAudioRequest{Segments: []wireSpan{}, Samples: blob{Data: make([]byte, 8)}}}}})
 	f.Add(buf.Bytes())
 	f.Add([]byte{0, 0, 0, 1, 0})
 	buf.Reset()
 	_ = writeFrame(&buf, &message{Kind: kindChunk, Job: 2, Seq: 1, Partial: &wirePartial{Index: 1, Step: 2, Steps: 3,
-		Image: &wireImage{Rect: image.Rect(1, 1, 3, 2), Pix: make([]byte, 8)}}})
+		Image: &wireImage{X: 1, Y: 1, Width: 2, Height: 1, Format: formatRGBA8, Pixels: blob{Data: make([]byte, 8)}}}})
 	_ = writeFrame(&buf, &message{Kind: kindProgress, Job: 2, Done: 1, Total: 3})
 	_ = writeFrame(&buf, &message{Kind: kindChunkAck, Job: 2, Seq: 1, Err: &wireError{Class: errCanceled, Msg: "gone"}})
 	f.Add(buf.Bytes())

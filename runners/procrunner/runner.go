@@ -13,14 +13,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
@@ -149,216 +146,6 @@ func (r *Runner) PID() int {
 	return r.cmd.Process.Pid
 }
 
-// start launches the child and its helper goroutines.
-func (r *Runner) start() error {
-	path := r.cfg.Path
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("worker %q: find own executable: %w", r.cfg.WorkerID, err)
-		}
-		path = exe
-	}
-	cmd := exec.Command(path, r.cfg.Args...)
-	cmd.Env = append(os.Environ(), r.cfg.Env...)
-	// Own process group: a kill reaches anything the worker started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = &lineWriter{r: r}
-	cmd.WaitDelay = time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return fmt.Errorf("worker %q: %w", r.cfg.WorkerID, err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("worker %q: %w", r.cfg.WorkerID, err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("worker %q: start %s: %w", r.cfg.WorkerID, path, err)
-	}
-	r.mu.Lock()
-	r.cmd, r.stdin, r.started = cmd, stdin, true
-	r.mu.Unlock()
-	r.log.Info("worker process started", "pid", cmd.Process.Pid, "path", path, "args", r.cfg.Args)
-	r.helper.Add(2)
-	go r.readLoop(&aliveReader{r: stdout, seen: &r.lastSeen})
-	go r.watchHeartbeats()
-	return nil
-}
-
-// readLoop delivers the child's messages until its stdout ends, then reaps it.
-func (r *Runner) readLoop(stdout io.Reader) {
-	defer r.helper.Done()
-	for {
-		m, err := readFrame(stdout)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-				r.kill(errors.New("worker closed its stdout"))
-			} else {
-				r.kill(fmt.Errorf("reading from the worker: %w", err))
-			}
-			break
-		}
-		switch m.Kind {
-		case kindHeartbeat:
-		case kindChunk:
-			r.relayChunk(m)
-		case kindProgress:
-			r.relayProgress(m)
-		case kindReady, kindResult:
-			select {
-			case r.events <- m:
-			case <-r.quit:
-			}
-		default:
-			r.kill(fmt.Errorf("%w: unexpected %v message from the worker", ErrProtocol, m.Kind))
-		}
-	}
-	werr := r.cmd.Wait()
-	r.mu.Lock()
-	exit := "exited"
-	if werr != nil {
-		exit = werr.Error()
-	} else if st := r.cmd.ProcessState; st != nil {
-		exit = st.String()
-	}
-	if tail := r.tailLocked(); tail != "" {
-		exit += "; last stderr: " + tail
-	}
-	if r.reason == nil {
-		r.reason = errors.New(exit)
-	} else {
-		r.reason = fmt.Errorf("%w (%s)", r.reason, exit)
-	}
-	reason := r.reason
-	r.mu.Unlock()
-	if !r.isClosed() {
-		r.log.Error("worker process gone", "reason", reason)
-	}
-	close(r.gone)
-}
-
-func (r *Runner) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
-
-// relayChunk hands a streamed chunk to its task's Emit and answers the child with Emit's
-// error, which the child's Emit returns to the runner: the runner sees what it would see in
-// process (a client gone, a stream that cannot carry previews) and decides. Emit runs on its
-// own goroutine, so a slow client does not stop the reading of heartbeats and results; the
-// child waits for the answer before its runner goes on, so a task's chunks, progress and
-// result still reach the parent in the order the runner made them.
-func (r *Runner) relayChunk(m *message) {
-	ack := func(err error) {
-		_ = r.send(&message{Kind: kindChunkAck, Job: m.Job, Seq: m.Seq, Err: toWireError(err)})
-	}
-	r.mu.Lock()
-	p := r.pending[m.Job]
-	if p != nil && p.task.Emit != nil {
-		p.emits.Add(1) // under mu: Run's clean-up, which waits for emits, cannot miss it
-	}
-	r.mu.Unlock()
-	if p == nil || p.task.Emit == nil {
-		ack(fmt.Errorf("job %d does not stream in the server (any more)", m.Job))
-		return
-	}
-	chunk, err := m.chunk()
-	if err != nil {
-		p.emits.Done()
-		ack(err)
-		return
-	}
-	go func() {
-		defer p.emits.Done()
-		err := p.task.Emit(chunk)
-		if err != nil && p.task.Ctx != nil && p.task.Ctx.Err() != nil {
-			// The client has gone: in process the runner would find its context done when
-			// Emit fails, so the cancel goes first (the child reads in order).
-			_ = r.send(&message{Kind: kindCancel, Job: m.Job})
-		}
-		ack(err)
-	}()
-}
-
-// relayProgress tells the task's Progress; it is cheap, so it runs on the reading goroutine,
-// which keeps it in order with the task's chunks.
-func (r *Runner) relayProgress(m *message) {
-	r.mu.Lock()
-	p := r.pending[m.Job]
-	r.mu.Unlock()
-	if p != nil && p.task.Progress != nil {
-		p.task.Progress(m.Done, m.Total)
-	}
-}
-
-// watchHeartbeats kills a child that has been silent for MissedHeartbeats intervals.
-func (r *Runner) watchHeartbeats() {
-	defer r.helper.Done()
-	t := time.NewTicker(r.cfg.Heartbeat)
-	defer t.Stop()
-	limit := time.Duration(r.cfg.MissedHeartbeats) * r.cfg.Heartbeat
-	for {
-		select {
-		case <-r.gone:
-			return
-		case <-r.quit:
-			return
-		case <-t.C:
-			last := r.lastSeen.Load()
-			if last == 0 {
-				continue // not started yet: Warmup's context bounds the start-up
-			}
-			if silent := time.Since(time.Unix(0, last)); silent > limit {
-				r.kill(fmt.Errorf("no heartbeat for %s (%d missed)", silent.Round(time.Millisecond), r.cfg.MissedHeartbeats))
-				return
-			}
-		}
-	}
-}
-
-// kill SIGKILLs the child's process group, recording why (the first reason wins).
-func (r *Runner) kill(reason error) {
-	r.mu.Lock()
-	if r.reason == nil {
-		r.reason = reason
-	}
-	cmd := r.cmd
-	r.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	select {
-	case <-r.gone:
-		return
-	default:
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-}
-
-// Probe reports whether the child is alive: it has not exited and its heartbeats are on time
-// (a silent child is killed by the heartbeat watcher). It costs no device time.
-func (r *Runner) Probe(ctx context.Context) error {
-	select {
-	case <-r.gone:
-		return r.death()
-	default:
-	}
-	return ctx.Err()
-}
-
-// death is the error for jobs lost with the child.
-func (r *Runner) death() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	reason := r.reason
-	if reason == nil {
-		reason = errors.New("unknown cause")
-	}
-	return fmt.Errorf("%w: worker %q: %w: %w", runners.ErrDeviceLost, r.cfg.WorkerID, ErrWorkerExited, reason)
-}
-
 func (r *Runner) send(m *message) error {
 	b, err := encodeFrame(m) // outside the lock: a big frame must not delay heartbeats
 	if err != nil {
@@ -386,7 +173,7 @@ func (r *Runner) Warmup(ctx context.Context) error {
 	if err := r.start(); err != nil {
 		return err
 	}
-	if err := r.send(&message{Kind: kindWarmup, Version: ProtocolVersion, Heartbeat: r.cfg.Heartbeat}); err != nil {
+	if err := r.send(&message{Kind: kindWarmup, Version: ProtocolVersion, Worker: r.cfg.WorkerID, Heartbeat: millis(r.cfg.Heartbeat)}); err != nil {
 		r.kill(err)
 		<-r.gone
 		return r.death()
@@ -451,8 +238,8 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 			continue
 		}
 		j := &job{idx: i, id: id}
-		if !w.Deadline.IsZero() {
-			j.limit = w.Deadline.Add(r.cfg.Grace)
+		if w.Deadline > 0 {
+			j.limit = fromUnixSeconds(w.Deadline).Add(r.cfg.Grace)
 		}
 		jobs[id] = j
 		r.pending[id] = &pending{task: t}
@@ -606,116 +393,4 @@ func (r *Runner) Close() error {
 	return err
 }
 
-// lineWriter forwards the child's stderr to the logger, one record per line, and keeps the
-// last lines for death reports.
-type lineWriter struct {
-	r   *Runner
-	buf []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	for {
-		i := strings.IndexByte(string(w.buf), '\n')
-		if i < 0 {
-			break
-		}
-		w.line(string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
-	}
-	if len(w.buf) > 64<<10 { // an endless line: flush it in pieces
-		w.line(string(w.buf))
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
-}
-
-func (w *lineWriter) line(s string) {
-	s = strings.TrimRight(s, "\r")
-	if s == "" {
-		return
-	}
-	w.r.mu.Lock()
-	w.r.stderr = keepLast(append(w.r.stderr, s), stderrTail)
-	if notable(s) {
-		w.r.notable = keepLast(append(w.r.notable, s), stderrTail)
-	}
-	w.r.mu.Unlock()
-	w.r.log.Info("worker: " + s)
-}
-
-// tailLocked quotes the child's last notable stderr lines (fatal signals, panics, the
-// simulator's own messages), or its last lines when none was notable.
-func (r *Runner) tailLocked() string {
-	if len(r.notable) > 0 {
-		return strings.Join(r.notable, " | ")
-	}
-	return strings.Join(r.stderr, " | ")
-}
-
-func keepLast(lines []string, n int) []string {
-	if len(lines) > n {
-		return lines[len(lines)-n:]
-	}
-	return lines
-}
-
-// notable reports whether a stderr line says why a process died: a Go panic or fatal error,
-// a signal report of the Go runtime ("SIGABRT: abort"), or a message of the device backend.
-func notable(line string) bool {
-	for _, p := range []string{"panic:", "fatal error:", "SIG", "ttb ", "TT_THROW", "terminate called"} {
-		if strings.HasPrefix(line, p) {
-			return true
-		}
-	}
-	return strings.Contains(line, "level=ERROR")
-}
-
-// WorkerEnv is the environment of the worker process for spec: TT_VISIBLE_DEVICES (the group's
-// chips; unset for the all-devices group), TT_METAL_CACHE (a per-group directory under
-// cacheBase), the resolved mesh and trace-region settings, and
-// TT_METAL_OPERATION_TIMEOUT_SECONDS (opTimeout, when > 0). Entries go after os.Environ().
-func WorkerEnv(spec runners.WorkerSpec, cacheBase string, opTimeout time.Duration) []string {
-	env := []string{}
-	if len(spec.Devices) > 0 {
-		ids := make([]string, len(spec.Devices))
-		for i, d := range spec.Devices {
-			ids[i] = strconv.Itoa(d)
-		}
-		env = append(env, "TT_VISIBLE_DEVICES="+strings.Join(ids, ","))
-	}
-	if cacheBase != "" {
-		group := strings.ReplaceAll(spec.WorkerID, ",", "_")
-		if group == "" {
-			group = "all"
-		}
-		env = append(env, "TT_METAL_CACHE="+filepath.Join(cacheBase, "group-"+group))
-	}
-	if spec.Mesh.Chips() > 0 {
-		env = append(env, fmt.Sprintf("DEVICE_MESH_SHAPE=(%d,%d)", spec.Mesh.Rows, spec.Mesh.Cols))
-	}
-	if spec.Settings != nil {
-		env = append(env, "TRACE_REGION_SIZE="+strconv.Itoa(spec.Settings.TraceRegionSize))
-	}
-	if opTimeout > 0 {
-		env = append(env, "TT_METAL_OPERATION_TIMEOUT_SECONDS="+strconv.FormatFloat(opTimeout.Seconds(), 'f', -1, 64))
-	}
-	return env
-}
-
 var _ runners.Runner = (*Runner)(nil)
-
-// aliveReader records when bytes last arrived: a frame still being received counts as a sign
-// of life, like a heartbeat.
-type aliveReader struct {
-	r    io.Reader
-	seen *atomic.Int64
-}
-
-func (a *aliveReader) Read(p []byte) (int, error) {
-	n, err := a.r.Read(p)
-	if n > 0 {
-		a.seen.Store(time.Now().UnixNano())
-	}
-	return n, err
-}

@@ -24,8 +24,7 @@ func TestSamplesTravelAsBytes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w, err := toWireJob(1, runners.Task{Request: &runners.AudioRequest{Samples: tt.samples, SampleRate: 16000}})
 			require.NoError(t, err)
-			require.Nil(t, w.Audio.Req.Samples, "samples go as bytes, not through gob")
-			require.Len(t, w.Audio.Samples, 4*len(tt.samples))
+			require.Len(t, w.Audio.Samples.Data, 4*len(tt.samples), "samples go as a blob of float32 bytes")
 			got, err := roundTrip(t, &message{Kind: kindBatch, Jobs: []wireJob{w}}).Jobs[0].request()
 			require.NoError(t, err)
 			back := got.(*runners.AudioRequest).Samples
@@ -36,7 +35,7 @@ func TestSamplesTravelAsBytes(t *testing.T) {
 		})
 	}
 	t.Run("a partial sample is a protocol error", func(t *testing.T) {
-		_, err := wireJob{ID: 1, Audio: &wireAudioRequest{Samples: []byte{1, 2, 3, 4, 5}}}.request()
+		_, err := wireJob{ID: 1, Audio: &wireAudioRequest{Samples: blob{Data: []byte{1, 2, 3, 4, 5}}}}.request()
 		require.ErrorIs(t, err, ErrProtocol)
 	})
 }

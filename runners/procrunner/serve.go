@@ -89,7 +89,7 @@ func Serve(ctx context.Context, r runners.Runner, in io.Reader, out io.Writer) (
 				continue
 			}
 			if every := m.Heartbeat; every > 0 {
-				hbOnce.Do(func() { bg.Go(func() { s.heartbeats(ctx, every) }) })
+				hbOnce.Do(func() { bg.Go(func() { s.heartbeats(ctx, time.Duration(every)) }) })
 			}
 			bg.Go(func() {
 				err := r.Warmup(ctx)
@@ -161,9 +161,9 @@ func (s *server) startBatch(ctx context.Context, jobs []wireJob) ([]runners.Task
 			continue
 		}
 		jctx, cancel := context.WithCancelCause(ctx)
-		if !j.Deadline.IsZero() {
+		if j.Deadline > 0 {
 			var stop context.CancelFunc
-			jctx, stop = context.WithDeadline(jctx, j.Deadline)
+			jctx, stop = context.WithDeadline(jctx, fromUnixSeconds(j.Deadline))
 			inner := cancel
 			cancel = func(cause error) { inner(cause); stop() }
 		}

@@ -97,10 +97,10 @@ func TestChunksSurviveTheWire(t *testing.T) {
 		{name: "nil preview", chunk: (*runners.ImagePartial)(nil), want: "chunk type *runners.ImagePartial cannot be sent"},
 		{name: "nil transcript chunk", chunk: (*runners.TranscriptChunk)(nil), want: "cannot be sent"},
 		{name: "empty chunk", m: &message{Kind: kindChunk, Job: 3}, want: "empty chunk of job 3"},
-		{name: "both kinds", m: &message{Kind: kindChunk, Job: 3, Chunk: &runners.TranscriptChunk{}, Partial: &wirePartial{}},
+		{name: "both kinds", m: &message{Kind: kindChunk, Job: 3, Chunk: &wireTranscriptChunk{}, Partial: &wirePartial{}},
 			want: "both a transcript piece and a preview"},
 		{name: "pixels that do not fill the rectangle", m: &message{Kind: kindChunk, Job: 3,
-			Partial: &wirePartial{Image: &wireImage{Rect: image.Rect(0, 0, 2, 2), Pix: make([]byte, 12)}}}, want: "with 12 bytes of pixels"},
+			Partial: &wirePartial{Image: &wireImage{Width: 2, Height: 2, Format: formatRGBA8, Pixels: blob{Data: make([]byte, 12)}}}}, want: "with 12 bytes of pixels"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,10 +140,10 @@ func TestProgressAcksAndVersionSurviveTheWire(t *testing.T) {
 				require.ErrorIs(t, got.Err.err(), ErrProtocol)
 				require.NotErrorIs(t, got.Err.err(), context.Canceled)
 			}},
-		{"warmup names the version", &message{Kind: kindWarmup, Version: ProtocolVersion, Heartbeat: time.Second},
+		{"warmup names the version", &message{Kind: kindWarmup, Version: ProtocolVersion, Heartbeat: millis(time.Second)},
 			func(t *testing.T, got *message) {
 				require.Equal(t, ProtocolVersion, got.Version)
-				require.Equal(t, time.Second, got.Heartbeat)
+				require.Equal(t, time.Second, time.Duration(got.Heartbeat))
 			}},
 	}
 	for _, tt := range tests {
@@ -163,7 +163,7 @@ func TestPreviewFrameSize(t *testing.T) {
 	b, err := encodeFrame(&message{Kind: kindChunk, Job: 1, Seq: 1, Partial: p})
 	require.NoError(t, err)
 	require.Greater(t, len(b), 4<<20)
-	require.Less(t, len(b), 4<<20+8<<10, "pixels plus gob type descriptions")
+	require.Less(t, len(b), 4<<20+256, "pixels plus a short JSON header")
 }
 
 // fakeRunner is an in-memory runner for Serve: run is its Run for one task.
@@ -213,7 +213,7 @@ func TestServeVersionMismatch(t *testing.T) {
 	require.Equal(t, kindReady, m.Kind)
 	require.Equal(t, ProtocolVersion, m.Version)
 	require.ErrorIs(t, m.Err.err(), ErrProtocol)
-	require.ErrorContains(t, m.Err.err(), "the server speaks protocol version 1, this worker 2")
+	require.ErrorContains(t, m.Err.err(), "the server speaks protocol version 1, this worker 3")
 	require.False(t, warmed)
 }
 
@@ -268,7 +268,7 @@ func TestServeEmitWaitsForTheAnswer(t *testing.T) {
 	next(kindProgress)
 	c2 := next(kindChunk)
 	require.Greater(t, c2.Seq, c.Seq)
-	require.Equal(t, &runners.TranscriptChunk{Text: "t"}, c2.Chunk)
+	require.Equal(t, &wireTranscriptChunk{Text: "t"}, c2.Chunk)
 	require.NoError(t, writeFrame(in, &message{Kind: kindChunkAck, Job: 4, Seq: c2.Seq, Err: toWireError(context.Canceled)}))
 	err = <-emitted
 	require.ErrorIs(t, err, context.Canceled, "the parent's Emit error is the child's")
