@@ -73,6 +73,13 @@ type Prober interface {
 	Probe(ctx context.Context) error
 }
 
+// Exiter is implemented by runners whose device lives in a process of their own: Exited is
+// closed the moment that process has exited and been reaped, so the worker stops counting as
+// ready at once instead of at the next canary probe or request.
+type Exiter interface {
+	Exited() <-chan struct{}
+}
+
 // ImageRequest is a text-to-image request (SDXL, SD3.5), validated by the server.
 type ImageRequest struct {
 	Prompt            string

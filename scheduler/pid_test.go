@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,7 +34,9 @@ func TestWorkerPID(t *testing.T) {
 	}{
 		{"in process", func() runners.Runner { return &lostRunner{runs: &runs} }, 0, os.Getpid()},
 		{"worker process", func() runners.Runner { return &pidRunner{lostRunner{runs: &runs}, &pid} }, 4242, 4242},
-		{"worker process not started", func() runners.Runner { return &pidRunner{lostRunner{runs: &runs}, &pid} }, 0, os.Getpid()},
+		// A worker process that has not started (or has exited and is being replaced) has no
+		// pid: never the server's, which an operator might kill.
+		{"worker process not started", func() runners.Runner { return &pidRunner{lostRunner{runs: &runs}, &pid} }, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +52,8 @@ func TestWorkerPID(t *testing.T) {
 
 	// After a crash the restarted runner's process is shown: each runner has its own pid.
 	var made atomic.Int64
-	s := New(Config{Groups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}}, QueueSize: 4, MaxRestarts: 2},
+	s := New(Config{Groups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}}, QueueSize: 4, MaxRestarts: 2,
+		RestartDelay: 300 * time.Millisecond},
 		func(config.DeviceGroup) (runners.Runner, error) {
 			own := &atomic.Int64{}
 			own.Store(100 * made.Add(1))
@@ -62,6 +66,10 @@ func TestWorkerPID(t *testing.T) {
 	require.Equal(t, 100, s.Workers()["0"].PID)
 	_, err := s.Submit(context.Background(), "x", nil)
 	require.ErrorIs(t, err, runners.ErrDeviceLost)
+	// While it restarts (RestartDelay) there is no process: no pid, not the server's.
+	st := s.Workers()["0"]
+	require.Equal(t, stateRestart, st.State)
+	require.Zero(t, st.PID, "a restarting worker process must not show the server's pid")
 	waitFor(t, "restarted", func() bool { return s.Workers()["0"].RestartCount == 1 && s.Ready() })
 	require.Equal(t, 200, s.Workers()["0"].PID)
 }

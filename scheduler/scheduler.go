@@ -240,7 +240,7 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 	if s.stopping.Load() {
 		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
 	}
-	if !s.ready.Load() {
+	if !s.anyReady() {
 		return nil, s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
 	}
 	jctx, cancel := ctx, context.CancelFunc(func() {})
@@ -337,8 +337,23 @@ func (s *Scheduler) ctxError(ctx context.Context) error {
 	return cause
 }
 
-// Ready reports whether at least one worker is warm.
-func (s *Scheduler) Ready() bool { return s.ready.Load() && !s.stopping.Load() }
+// Ready reports whether at least one worker can take work now: warm, not stuck in a batch
+// that overran its deadline, its process (if it has one) not gone.
+func (s *Scheduler) Ready() bool { return !s.stopping.Load() && s.anyReady() }
+
+// anyReady checks the workers themselves: stuck and process death are not state changes the
+// ready flag hears about.
+func (s *Scheduler) anyReady() bool {
+	if !s.ready.Load() {
+		return false
+	}
+	for _, w := range s.workers {
+		if w.isReady() {
+			return true
+		}
+	}
+	return false
+}
 
 // QueueLen is the number of jobs waiting.
 func (s *Scheduler) QueueLen() int { return s.q.len() }

@@ -28,7 +28,7 @@ const (
 )
 
 // stuckGrace is how long a batch may overrun the request timeout before its worker is stuck.
-const stuckGrace = 10 * time.Second
+var stuckGrace = 10 * time.Second
 
 // worker drives one device group's runner.
 type worker struct {
@@ -46,6 +46,12 @@ type worker struct {
 	busySince    time.Time // start of the running batch; zero when idle
 	busyCost     float64
 	runner       runners.Runner // the current runner, from its creation to its Close
+	// isolated: this worker's runners run in processes of their own (ProcessIDer); between
+	// two of them (a restart) it has no process, and shows no pid rather than the server's.
+	isolated bool
+	// servedOK: a batch of the current runner delivered at least one result; a crash after
+	// that starts a new count of consecutive failures.
+	servedOK atomic.Bool
 	// progress is the running batch's last reported step, done<<32 | total (0: none); its
 	// tasks' Task.Progress store it without taking mu.
 	progress atomic.Uint64
@@ -84,14 +90,20 @@ func (w *worker) status() WorkerStatus {
 	if st.State == "" {
 		st.State = "pending"
 	}
-	if st.State == stateReady && !w.busySince.IsZero() && w.s.cfg.Timeout > 0 &&
-		time.Since(w.busySince) > w.s.cfg.Timeout+stuckGrace {
+	if st.State == stateReady && w.stuckLocked() {
 		st.State = stateStuck
+		st.IsReady = false
+	}
+	if st.State == stateReady && w.exitedLocked() {
+		// Its process is gone; the loop is about to restart it.
+		st.State = stateRestart
+		st.IsReady = false
 	}
 	if alive {
-		st.PID = pid
-		if p, ok := w.runner.(ProcessIDer); ok && p.PID() > 0 {
-			st.PID = p.PID()
+		if p, ok := w.runner.(ProcessIDer); ok {
+			st.PID = p.PID() // 0 (none shown) before the process started
+		} else if !w.isolated {
+			st.PID = pid
 		}
 	}
 	if !w.busySince.IsZero() {
@@ -101,10 +113,31 @@ func (w *worker) status() WorkerStatus {
 	return st
 }
 
+// isReady reports whether the worker can take work now: warm, not stuck in a batch that
+// overran its deadline, and (for a worker process) its process not gone.
 func (w *worker) isReady() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.state == stateReady
+	return w.state == stateReady && !w.stuckLocked() && !w.exitedLocked()
+}
+
+// stuckLocked: the running batch has overrun the request timeout by more than stuckGrace.
+func (w *worker) stuckLocked() bool {
+	return !w.busySince.IsZero() && w.s.cfg.Timeout > 0 && time.Since(w.busySince) > w.s.cfg.Timeout+stuckGrace
+}
+
+// exitedLocked: the runner's process (runners.Exiter) has exited.
+func (w *worker) exitedLocked() bool {
+	e, ok := w.runner.(runners.Exiter)
+	if !ok {
+		return false
+	}
+	select {
+	case <-e.Exited():
+		return true
+	default:
+		return false
+	}
 }
 
 func (w *worker) setState(state string, err error) {
@@ -174,12 +207,16 @@ func (w *worker) loop(ctx context.Context) {
 		}
 		w.setState(stateReady, nil)
 		log.Info("worker ready", "devices", w.group.Devices)
+		w.servedOK.Store(false)
 		crashed := w.serve(ctx, r)
 		w.setState(stateRestart, nil)
 		if err := w.closeRunner(r); err != nil {
 			log.Warn("runner close failed", "err", err)
 		}
 		if crashed != nil {
+			if w.servedOK.Load() {
+				failures = 0 // it worked since the last failure: this one starts a new count
+			}
 			failures++
 			w.mu.Lock()
 			w.errorCount++
@@ -230,6 +267,9 @@ type ProcessIDer interface {
 func (w *worker) setRunner(r runners.Runner) {
 	w.mu.Lock()
 	w.runner = r
+	if _, ok := r.(ProcessIDer); ok {
+		w.isolated = true
+	}
 	w.mu.Unlock()
 }
 
@@ -246,9 +286,17 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 	// interrupted by it.
 	waitCtx, stopWait := context.WithCancel(ctx)
 	defer stopWait()
+	var exited <-chan struct{} // nil (never ready) for runners without a process of their own
+	if e, ok := r.(runners.Exiter); ok {
+		exited = e.Exited()
+	}
+	var gone atomic.Bool
 	go func() {
 		select {
 		case <-w.restartReq:
+			stopWait()
+		case <-exited:
+			gone.Store(true)
 			stopWait()
 		case <-waitCtx.Done():
 		}
@@ -262,6 +310,23 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 		}
 		batch := w.s.q.takeBatch(idleCtx, w.s.cfg.MaxBatchSize, w.s.cfg.MaxBatchDelay)
 		stopIdle()
+		if gone.Load() && ctx.Err() == nil {
+			// The process died while idle: restart now, before a request finds it dead. A
+			// batch taken at that very moment fails like any batch of a dead process.
+			err := fmt.Errorf("%w: worker %q: its process exited while idle", ErrWorkerFailed, w.group.ID)
+			if prober != nil {
+				if perr := prober.Probe(ctx); perr != nil {
+					err = fmt.Errorf("%w: worker %q: its process exited while idle: %w", ErrWorkerFailed, w.group.ID, perr)
+				}
+			}
+			if batch != nil {
+				if rerr := w.runBatch(ctx, r, batch); rerr != nil {
+					err = rerr
+				}
+			}
+			w.s.log.Error("worker process exited; restarting the worker", "worker", w.group.ID, "err", err)
+			return err
+		}
 		if batch == nil {
 			if waitCtx.Err() != nil || prober == nil || every <= 0 {
 				return nil
@@ -366,6 +431,12 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	}
 	if lost != nil {
 		return lost
+	}
+	for _, o := range outs {
+		if o.Err == nil && o.Value != nil {
+			w.servedOK.Store(true)
+			break
+		}
 	}
 	if !anyCancelled(live) { // a batch cut short by cancellation says nothing about speed
 		w.s.rate.observe(cost, len(live), took)

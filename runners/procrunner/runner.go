@@ -393,4 +393,7 @@ func (r *Runner) Close() error {
 	return err
 }
 
-var _ runners.Runner = (*Runner)(nil)
+var (
+	_ runners.Runner = (*Runner)(nil)
+	_ runners.Exiter = (*Runner)(nil)
+)

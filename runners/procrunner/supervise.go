@@ -146,6 +146,9 @@ func (r *Runner) watchHeartbeats() {
 	}
 }
 
+// Exited is closed when the child has exited and been reaped (runners.Exiter).
+func (r *Runner) Exited() <-chan struct{} { return r.gone }
+
 // Probe reports whether the child is alive: it has not exited and its heartbeats are on time
 // (a silent child is killed by the heartbeat watcher). It costs no device time.
 func (r *Runner) Probe(ctx context.Context) error {
