@@ -107,6 +107,7 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 		return nil, err
 	}
 	s := fromRaw(&raw, mock)
+	_, s.TraceRegionSizeSet = merged("TRACE_REGION_SIZE")
 
 	idsSource := "DEVICE_IDS"
 	meshSource := "DEVICE_MESH_SHAPE"

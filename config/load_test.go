@@ -54,6 +54,8 @@ func TestDefaults(t *testing.T) {
 		require.False(t, s.IsGalaxy)
 		require.Equal(t, MeshShape{1, 1}, s.DeviceMeshShape)
 		require.Equal(t, 34541598, s.TraceRegionSize)
+		require.Equal(t, DefaultTraceRegionSize, s.TraceRegionSize)
+		require.False(t, s.TraceRegionSizeSet, "each model keeps its own trace region")
 		require.Equal(t, "tt-smi -r", s.ResetDeviceCommand)
 		require.Equal(t, 5*time.Second, s.ResetDeviceSleep)
 		require.Equal(t, 5, s.MockDevicesCount)
@@ -124,6 +126,7 @@ func TestParsing(t *testing.T) {
 		{"DEVICE_MESH_SHAPE", "[1,2]", func(s *Settings) any { return s.DeviceMeshShape }, MeshShape{1, 2}},
 		{"DEVICE_MESH_SHAPE", "1x1", func(s *Settings) any { return s.DeviceMeshShape }, MeshShape{1, 1}},
 		{"TRACE_REGION_SIZE", " 1000 ", func(s *Settings) any { return s.TraceRegionSize }, 1000},
+		{"TRACE_REGION_SIZE", "34541598", func(s *Settings) any { return s.TraceRegionSizeSet }, true},
 		{"RESET_DEVICE_COMMAND", "echo reset", func(s *Settings) any { return s.ResetDeviceCommand }, "echo reset"},
 		{"RESET_DEVICE_COMMAND", "", func(s *Settings) any { return s.ResetDeviceCommand }, ""},
 		{"RESET_DEVICE_SLEEP_TIME", "0.25", func(s *Settings) any { return s.ResetDeviceSleep }, 250 * time.Millisecond},

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// DefaultTraceRegionSize is TRACE_REGION_SIZE's default (the Python server's, SDXL's region);
+// rawEnv's default tag spells the same number, which a test checks.
+const DefaultTraceRegionSize = 34_541_598
+
 // DeviceGroup is one worker's devices, as parsed from DEVICE_IDS: "(0,1)" → ID "0,1",
 // Devices [0 1]. An empty ID (DEVICE_IDS="") means "all visible devices".
 type DeviceGroup struct {
@@ -45,11 +49,14 @@ type Settings struct {
 	Pools []Pool
 
 	// Devices.
-	DeviceIDs            string        // DEVICE_IDS as used (the default or preset when not set explicitly)
-	DeviceGroups         []DeviceGroup // parsed DEVICE_IDS: one worker per group
-	IsGalaxy             bool          // IS_GALAXY, default false
-	DeviceMeshShape      MeshShape     // DEVICE_MESH_SHAPE, after TP2/SD_3_5_* overrides
-	TraceRegionSize      int           // TRACE_REGION_SIZE, default 34541598
+	DeviceIDs       string        // DEVICE_IDS as used (the default or preset when not set explicitly)
+	DeviceGroups    []DeviceGroup // parsed DEVICE_IDS: one worker per group
+	IsGalaxy        bool          // IS_GALAXY, default false
+	DeviceMeshShape MeshShape     // DEVICE_MESH_SHAPE, after TP2/SD_3_5_* overrides
+	TraceRegionSize int           // TRACE_REGION_SIZE, default 34541598 (DefaultTraceRegionSize)
+	// TraceRegionSizeSet says TRACE_REGION_SIZE was set (environment or .env): only then does
+	// it replace a model's own trace region (runners' catalogue); unset, each model keeps its own.
+	TraceRegionSizeSet   bool
 	ResetDeviceCommand   string        // RESET_DEVICE_COMMAND, default "tt-smi -r"
 	ResetDeviceSleep     time.Duration // RESET_DEVICE_SLEEP_TIME (seconds, float), default 5
 	MockDevicesCount     int           // MOCK_DEVICES_COUNT, default 5: chips of the simulated machine

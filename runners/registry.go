@@ -2,6 +2,7 @@ package runners
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,58 +24,83 @@ type WorkerSpec struct {
 // Factory builds a runner for one device group. It must not touch the device; Warmup does.
 type Factory func(spec WorkerSpec) (Runner, error)
 
-// entry is one registered MODEL_RUNNER.
+// entry is one registered MODEL_RUNNER: its family's factory, which chooses the real host
+// pipeline or the simulated fallback for each worker, and the simulated fallback alone.
 type entry struct {
-	service Service
-	factory Factory
+	factory   Factory
+	simulated Factory
 }
 
-// Registry maps MODEL_RUNNER names to runner factories.
+// Registry maps the catalogue's MODEL_RUNNER names to the factories their families register.
 type Registry struct {
 	entries map[string]entry
 }
 
-// NewRegistry returns an empty registry.
+// NewRegistry returns a registry without factories; each model family's Register adds its own
+// (runners/families.NewRegistry adds every family's).
 func NewRegistry() *Registry { return &Registry{entries: map[string]entry{}} }
 
-// Register adds a runner under name, serving service. A second registration replaces the first.
-func (r *Registry) Register(name string, service Service, f Factory) {
-	r.entries[name] = entry{service: service, factory: f}
+// Register attaches the factories of a catalogued model: factory chooses the real pipeline or
+// the simulated fallback for a worker, simulated is the fallback alone (what MODEL_RUNNER=mock
+// runs for the model's service). A second registration replaces the first.
+func (r *Registry) Register(name string, factory, simulated Factory) {
+	r.entries[name] = entry{factory: factory, simulated: simulated}
 }
 
-// Names lists the registered runner names, sorted.
+// Names lists the registered runner names, sorted, with "mock" when a simulated runner is
+// registered.
 func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.entries))
-	for n := range r.entries {
+	names := make([]string, 0, len(r.entries)+1)
+	mock := false
+	for n, e := range r.entries {
 		names = append(names, n)
+		mock = mock || e.simulated != nil
+	}
+	if mock {
+		names = append(names, RunnerMock)
 	}
 	sort.Strings(names)
 	return names
 }
 
-// Service tells which API family the named runner serves.
-func (r *Registry) Service(name string) (Service, error) {
-	e, ok := r.entries[name]
-	if !ok {
-		return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownRunner, name, strings.Join(r.Names(), ", "))
-	}
-	return e.service, nil
+func (r *Registry) unknown(name string) error {
+	return fmt.Errorf("%w %q (known: %s)", ErrUnknownRunner, name, strings.Join(r.Names(), ", "))
 }
 
-// New builds the named runner for one device group.
+// Service tells which API family the named runner serves. "mock" has none of its own (""):
+// like the Python server, it serves the family MODEL_SERVICE names, which callers resolve
+// from the settings.
+func (r *Registry) Service(name string) (Service, error) {
+	if name == RunnerMock && slices.Contains(r.Names(), RunnerMock) {
+		return "", nil
+	}
+	m, ok := Lookup(name, nil)
+	if _, registered := r.entries[name]; !ok || !registered {
+		return "", r.unknown(name)
+	}
+	return m.Service, nil
+}
+
+// New builds the named runner for one device group. "mock" builds the simulated runner of
+// MODEL_SERVICE's default model.
 func (r *Registry) New(name string, spec WorkerSpec) (Runner, error) {
+	if name == RunnerMock {
+		service := ""
+		if spec.Settings != nil {
+			service = spec.Settings.ModelService
+		}
+		m, ok := Lookup(name, spec.Settings)
+		e := r.entries[m.Name]
+		if !ok || e.simulated == nil {
+			return nil, fmt.Errorf("MODEL_RUNNER=mock needs MODEL_SERVICE=image|audio|cnn, got %q", service)
+		}
+		return e.simulated(spec)
+	}
 	e, ok := r.entries[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownRunner, name, strings.Join(r.Names(), ", "))
+		return nil, r.unknown(name)
 	}
 	return e.factory(spec)
-}
-
-// Factory returns the factory registered under name, so a later registration can wrap it
-// (e.g. fall back to it when its own model files are missing).
-func (r *Registry) Factory(name string) (Factory, bool) {
-	e, ok := r.entries[name]
-	return e.factory, ok
 }
 
 // SimPipelineBlocker says why a runner's real host pipeline (Whisper, SDXL, SD3.5) cannot serve

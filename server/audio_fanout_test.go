@@ -18,7 +18,8 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/simaudio"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -71,7 +72,7 @@ func mockWhisper(t *testing.T) *scheduler.Scheduler {
 	t.Helper()
 	groups := []config.DeviceGroup{{ID: "0", Devices: []int{0}}, {ID: "1", Devices: []int{1}}, {ID: "2", Devices: []int{2}}}
 	s := scheduler.New(scheduler.Config{Groups: groups, QueueSize: 32, MaxBatchSize: 1, Timeout: time.Minute},
-		func(config.DeviceGroup) (runners.Runner, error) { return mock.NewAudio(mock.Latency{}), nil })
+		func(config.DeviceGroup) (runners.Runner, error) { return simaudio.New(simdev.Latency{}), nil })
 	s.Start(context.Background())
 	t.Cleanup(func() { require.NoError(t, s.Stop(context.Background())) })
 	require.Eventually(t, s.Ready, 10*time.Second, time.Millisecond)

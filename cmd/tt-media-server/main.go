@@ -20,9 +20,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
-	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
+	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
 )
@@ -66,10 +64,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 
-	reg := runners.NewRegistry()
-	mock.Register(reg)
-	whisperrunner.Register(reg)
-	diffusionrunner.Register(reg)
+	reg := families.NewRegistry()
 
 	if mockMode {
 		log.Warn("MOCK-DEVICE MODE: devices are SIMULATED; outputs are not real model inference",

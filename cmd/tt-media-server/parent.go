@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -50,10 +51,9 @@ func parentMesh(groups []config.DeviceGroup, mesh config.MeshShape) (ttnn.MeshSh
 
 // parentOptions are the device options of the shared parent: TT-Metal keeps one set per
 // process, so they are the largest any pool's model asks for (L1 small size, trace region,
-// command queues, fabric). A runner this build's mock package does not know gets the most a
-// known model needs.
+// command queues, fabric). A runner the catalogue does not know gets the most a catalogued
+// model needs.
 func parentOptions(s *config.Settings) ttnn.Options {
-	known := []string{mock.RunnerSDXL, mock.RunnerSD35, mock.RunnerWhisper, mock.RunnerResNet}
 	o := ttnn.Options{ProgramCache: true, CommandQueues: 1}
 	merge := func(m ttnn.Options) {
 		o.L1SmallSize = max(o.L1SmallSize, m.L1SmallSize)
@@ -62,12 +62,12 @@ func parentOptions(s *config.Settings) ttnn.Options {
 		o.Fabric = max(o.Fabric, m.Fabric)
 	}
 	for _, p := range s.Pools {
-		if m, ok := mock.DeviceOptions(p.Runner, s, s.DeviceMeshShape); ok { // "mock" follows MODEL_SERVICE
+		if m, ok := simdev.DeviceOptions(p.Runner, s, s.DeviceMeshShape); ok { // "mock" follows MODEL_SERVICE
 			merge(m)
 			continue
 		}
-		for _, k := range known {
-			if m, ok := mock.DeviceOptions(k, s, s.DeviceMeshShape); ok {
+		for _, k := range runners.Models() {
+			if m, ok := simdev.DeviceOptions(k.Name, s, s.DeviceMeshShape); ok {
 				merge(m)
 			}
 		}

@@ -14,10 +14,8 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/runners/procrunner"
-	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
 )
 
 // workerCommand is the subcommand that runs one device group's runner in a child process.
@@ -95,10 +93,7 @@ func runDeviceWorker(ctx context.Context, args []string, stderr io.Writer) error
 	if spec == nil {
 		return fmt.Errorf("%s: device group %q is not in DEVICE_IDS=%q", workerCommand, group, settings.DeviceIDs)
 	}
-	reg := runners.NewRegistry()
-	mock.Register(reg)
-	whisperrunner.Register(reg)
-	diffusionrunner.Register(reg)
+	reg := families.NewRegistry()
 	runner := settings.ModelRunner
 	if len(args) == 2 { // a MODEL_POOLS pool names its runner
 		runner = args[1]

@@ -22,7 +22,11 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
+	"github.com/tenstorrent/tt-media-server-go/runners/families"
+	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/simaudio"
 )
 
 // childEnv makes the test binary a worker process: "serve" runs Serve with the mock runner
@@ -63,8 +67,7 @@ func childMain() int {
 		fmt.Fprintf(os.Stderr, "child: no group %q in %v\n", group, settings.DeviceGroups)
 		return 1
 	}
-	reg := runners.NewRegistry()
-	mock.Register(reg)
+	reg := families.NewRegistry()
 	r, err := reg.New(settings.ModelRunner, *spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -105,7 +108,7 @@ var fastLatency = map[string]string{
 // newChild returns a runner for a test-binary worker with env on top of fastLatency.
 func newChild(t *testing.T, env map[string]string, tweak func(*Config)) (*Runner, *logBuffer) {
 	t.Helper()
-	vars := map[string]string{childEnv: "serve", childGroupEnv: "0", "MODEL_RUNNER": mock.RunnerSDXL}
+	vars := map[string]string{childEnv: "serve", childGroupEnv: "0", "MODEL_RUNNER": runners.RunnerSDXL}
 	for k, v := range fastLatency {
 		vars[k] = v
 	}
@@ -178,7 +181,7 @@ func sineAudio(seconds float64) []float32 {
 // same result as from the in-process runner, streamed chunks included, and the child's stderr
 // reaches the log tagged with the worker id.
 func TestSameResultsAsInProcess(t *testing.T) {
-	lat := mock.Latency{}
+	lat := simdev.Latency{}
 	tests := []struct {
 		name   string
 		runner string
@@ -186,12 +189,12 @@ func TestSameResultsAsInProcess(t *testing.T) {
 		req    any
 		stream bool
 	}{
-		{"sdxl", mock.RunnerSDXL, mock.NewImage(mock.RunnerSDXL, 1024, lat),
+		{"sdxl", runners.RunnerSDXL, simimage.New(runners.RunnerSDXL, 1024, lat),
 			&runners.ImageRequest{Prompt: "a red fox", NumInferenceSteps: 4, Seed: seedPtr(7), GuidanceScale: 5}, false},
-		{"whisper streaming", mock.RunnerWhisper, mock.NewAudio(lat),
+		{"whisper streaming", runners.RunnerWhisper, simaudio.New(lat),
 			&runners.AudioRequest{Samples: sineAudio(2), SampleRate: 16000, Duration: 2,
 				Segments: []runners.Span{{Start: 0.2, End: 1.5}}, Stream: true}, true},
-		{"resnet", mock.RunnerResNet, mock.NewCNN(mock.RunnerResNet, lat),
+		{"resnet", runners.RunnerResNet, resnet.NewSim(runners.RunnerResNet, lat),
 			&runners.CNNRequest{Image: testImage(), TopK: 3}, false},
 	}
 	for _, tt := range tests {
@@ -360,7 +363,7 @@ func TestCloseStopsTheChild(t *testing.T) {
 // TestWorkerEnv: the child's environment names its chips, cache, mesh, trace region and
 // dispatch timeout.
 func TestWorkerEnv(t *testing.T) {
-	s := &config.Settings{TraceRegionSize: 1234}
+	s := &config.Settings{TraceRegionSize: 1234, TraceRegionSizeSet: true}
 	env := WorkerEnv(runners.WorkerSpec{WorkerID: "2,3", Devices: []int{2, 3}, Mesh: config.MeshShape{Rows: 1, Cols: 2}, Settings: s},
 		"/cache", 92*time.Second)
 	require.Equal(t, []string{"TT_VISIBLE_DEVICES=2,3", "TT_METAL_CACHE=/cache/group-2_3", "DEVICE_MESH_SHAPE=(1,2)",

@@ -140,7 +140,7 @@ func notable(line string) bool {
 
 // WorkerEnv is the environment of the worker process for spec: TT_VISIBLE_DEVICES (the group's
 // chips; unset for the all-devices group), TT_METAL_CACHE (a per-group directory under
-// cacheBase), the resolved mesh and trace-region settings, and
+// cacheBase), the resolved mesh, TRACE_REGION_SIZE when it was set, and
 // TT_METAL_OPERATION_TIMEOUT_SECONDS (opTimeout, when > 0). Entries go after os.Environ().
 func WorkerEnv(spec runners.WorkerSpec, cacheBase string, opTimeout time.Duration) []string {
 	env := []string{}
@@ -161,7 +161,7 @@ func WorkerEnv(spec runners.WorkerSpec, cacheBase string, opTimeout time.Duratio
 	if spec.Mesh.Chips() > 0 {
 		env = append(env, fmt.Sprintf("DEVICE_MESH_SHAPE=(%d,%d)", spec.Mesh.Rows, spec.Mesh.Cols))
 	}
-	if spec.Settings != nil {
+	if spec.Settings != nil && spec.Settings.TraceRegionSizeSet {
 		env = append(env, "TRACE_REGION_SIZE="+strconv.Itoa(spec.Settings.TraceRegionSize))
 	}
 	if opTimeout > 0 {

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/simaudio"
 )
 
 // streamLog records, in the order they happen, a task's Progress calls and emitted chunks,
@@ -64,7 +66,7 @@ func runStream(ctx context.Context, r runners.Runner, req any, l *streamLog) run
 func TestPreviewsAndProgressReachTheParent(t *testing.T) {
 	r, _ := newChild(t, nil, nil)
 	warm(t, r)
-	local := mock.NewImage(mock.RunnerSDXL, 1024, mock.Latency{})
+	local := simimage.New(runners.RunnerSDXL, 1024, simdev.Latency{})
 	t.Cleanup(func() { _ = local.Close() })
 	req := &runners.ImageRequest{Prompt: "Volcano on a beach", NumInferenceSteps: 9, Seed: seedPtr(3), PartialImages: 2}
 
@@ -108,17 +110,17 @@ func TestEmitErrorsReachTheChild(t *testing.T) {
 		wantErr error
 		emits   int
 	}{
-		{"image: stream refuses previews", mock.RunnerSDXL, func() runners.Runner {
-			return mock.NewImage(mock.RunnerSDXL, 1024, mock.Latency{})
+		{"image: stream refuses previews", runners.RunnerSDXL, func() runners.Runner {
+			return simimage.New(runners.RunnerSDXL, 1024, simdev.Latency{})
 		}, image, false, 1, nil, 1},
-		{"image: client gone", mock.RunnerSDXL, func() runners.Runner {
-			return mock.NewImage(mock.RunnerSDXL, 1024, mock.Latency{})
+		{"image: client gone", runners.RunnerSDXL, func() runners.Runner {
+			return simimage.New(runners.RunnerSDXL, 1024, simdev.Latency{})
 		}, image, true, 2, context.Canceled, 2},
-		{"transcription: client gone", mock.RunnerWhisper, func() runners.Runner {
-			return mock.NewAudio(mock.Latency{})
+		{"transcription: client gone", runners.RunnerWhisper, func() runners.Runner {
+			return simaudio.New(simdev.Latency{})
 		}, audio, true, 2, context.Canceled, 2},
-		{"transcription: emit fails", mock.RunnerWhisper, func() runners.Runner {
-			return mock.NewAudio(mock.Latency{})
+		{"transcription: emit fails", runners.RunnerWhisper, func() runners.Runner {
+			return simaudio.New(simdev.Latency{})
 		}, audio, false, 2, refused, 2},
 	}
 	parent := t

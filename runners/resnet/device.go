@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -128,7 +128,7 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 	dev, err := ttnn.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
-			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, deviceErr(err))
+			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, simdev.DeviceErr(err))
 	}
 	d.dev = dev
 	defer func() {
@@ -144,16 +144,16 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("program %s: %w", SimProgram, err)
 	}
 	if d.prog, err = dev.LoadProgram(ctx, path); err != nil {
-		return fmt.Errorf("load program %s: %w", SimProgram, deviceErr(err))
+		return fmt.Errorf("load program %s: %w", SimProgram, simdev.DeviceErr(err))
 	}
 	for i := range d.fn.batch {
 		t, err := dev.Alloc(ctx, d.fn.in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
 		if err != nil {
-			return fmt.Errorf("allocate input %d: %w", i, deviceErr(err))
+			return fmt.Errorf("allocate input %d: %w", i, simdev.DeviceErr(err))
 		}
 		d.ins = append(d.ins, t)
 		if err := t.Write(ctx, 1, make([]byte, d.fn.in.Bytes())); err != nil {
-			return fmt.Errorf("clear input %d: %w", i, deviceErr(err))
+			return fmt.Errorf("clear input %d: %w", i, simdev.DeviceErr(err))
 		}
 	}
 	outs, err := d.prog.Run(ctx, 0, d.fn.fn, d.ins[0])
@@ -161,7 +161,7 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 		_ = o.Free()
 	}
 	if err != nil {
-		return fmt.Errorf("compile run of %s: %w", SimProgram, deviceErr(err))
+		return fmt.Errorf("compile run of %s: %w", SimProgram, simdev.DeviceErr(err))
 	}
 	if err := d.capture(ctx); err != nil {
 		return fmt.Errorf("capture trace of %s (trace_region_size %d): %w", SimProgram, opts.TraceRegionSize, err)
@@ -173,7 +173,7 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 func (d *SimDevice) capture(ctx context.Context) error {
 	tr, err := d.dev.BeginTrace(ctx, 0)
 	if err != nil {
-		return deviceErr(err)
+		return simdev.DeviceErr(err)
 	}
 	var outs []*ttnn.Tensor
 	for _, in := range d.ins {
@@ -191,7 +191,7 @@ func (d *SimDevice) capture(ctx context.Context) error {
 		for _, o := range outs {
 			_ = o.Free()
 		}
-		return deviceErr(err)
+		return simdev.DeviceErr(err)
 	}
 	d.trace, d.outs = tr, outs
 	return nil
@@ -218,7 +218,7 @@ func (d *SimDevice) Run(ctx context.Context, batch []float32, n int) ([]float32,
 		ToBF16(d.bf, batch[i*ImageElems:(i+1)*ImageElems])
 		bf16Bytes(d.inb, d.bf)
 		if err := in.Write(ctx, 1, d.inb); err != nil {
-			return nil, fmt.Errorf("write input %d: %w", i, deviceErr(err))
+			return nil, fmt.Errorf("write input %d: %w", i, simdev.DeviceErr(err))
 		}
 		d.dirty[i] = i < n
 	}
@@ -227,14 +227,14 @@ func (d *SimDevice) Run(ctx context.Context, batch []float32, n int) ([]float32,
 		err = d.dev.WaitEvent(ctx, 0, ev)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("input event: %w", deviceErr(err))
+		return nil, fmt.Errorf("input event: %w", simdev.DeviceErr(err))
 	}
 	if err := d.trace.Replay(ctx, true); err != nil {
-		return nil, fmt.Errorf("replay %s: %w", SimProgram, deviceErr(err))
+		return nil, fmt.Errorf("replay %s: %w", SimProgram, simdev.DeviceErr(err))
 	}
 	for i := range n {
 		if err := d.outs[i].Read(ctx, 0, d.outb); err != nil {
-			return nil, fmt.Errorf("read logits %d: %w", i, deviceErr(err))
+			return nil, fmt.Errorf("read logits %d: %w", i, simdev.DeviceErr(err))
 		}
 		f32FromBytes(d.logits[i*NumClasses:(i+1)*NumClasses], d.outb)
 	}
@@ -336,13 +336,4 @@ func checkBatch(batch []float32, n, size int) error {
 		return fmt.Errorf("resnet device: %d values with %d images for a device batch of %d", len(batch), n, size)
 	}
 	return nil
-}
-
-// deviceErr marks a lost device and a dispatch timeout (which poisons the device) as
-// runners.ErrDeviceLost, so the worker is restarted after a device reset.
-func deviceErr(err error) error {
-	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
-		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
-	}
-	return err
 }

@@ -22,7 +22,7 @@ func TestParseSimFunc(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 16, shipped.batch)
 	require.Equal(t, 3404*time.Microsecond, shipped.batchLatency)
-	require.LessOrEqual(t, shipped.traceBytes, TraceRegionSize, "the batch's trace fits the demo's region")
+	require.LessOrEqual(t, shipped.traceBytes, int(TraceRegionSize), "the batch's trace fits the demo's region")
 	m := shipped.manifestFor(ttnn.MeshShape{Rows: 1, Cols: 2})
 	require.True(t, strings.HasPrefix(m, "ttb-sim-program 1\n"), m)
 	for _, want := range []string{"name resnet50\nmesh 1 2\n", "func forward\n", "input pixel_values bf16 1 3 224 224\n",

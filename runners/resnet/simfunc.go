@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -16,11 +17,15 @@ import (
 // forward of a batch of 16 bf16 images to 16×1000 float32 logits in 3.404 ms, 4,700 img/s.
 const SimProgram = "resnet50"
 
-// Device options of tt-metal's ResNet-50 demo, which the device adapters open with.
-const (
-	L1SmallSize     = 32768
-	TraceRegionSize = 1_470_464
-	CommandQueues   = 2
+// demo is ResNet-50's catalogue entry: the device options of tt-metal's ResNet-50 demo.
+var demo, _ = runners.Lookup(runners.RunnerResNet, nil)
+
+// Device options of tt-metal's ResNet-50 demo, which the device adapters open with (from the
+// runners' catalogue).
+var (
+	L1SmallSize     = demo.Device.L1SmallSize
+	TraceRegionSize = demo.Device.TraceRegionSize
+	CommandQueues   = demo.Device.CommandQueues
 )
 
 // simFunc is the simulator's resnet50 forward as the adapters run it: the batch manifest cut

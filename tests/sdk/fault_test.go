@@ -11,7 +11,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
 )
@@ -39,13 +39,12 @@ func (f faultSched) Submit(ctx context.Context, req any, emit func(any) error) (
 func faultServer(t *testing.T) string {
 	t.Helper()
 	env := map[string]string{
-		"MODEL_RUNNER": mock.RunnerSDXL, "API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1",
+		"MODEL_RUNNER": runners.RunnerSDXL, "API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1",
 		"MOCK_WARMUP_SECONDS": "0", "MOCK_STEP_SECONDS": "0",
 	}
 	settings, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "", true)
 	require.NoError(t, err)
-	reg := runners.NewRegistry()
-	mock.Register(reg)
+	reg := families.NewRegistry()
 	service, err := reg.Service(settings.ModelRunner)
 	require.NoError(t, err)
 	sched := scheduler.New(scheduler.Config{

@@ -6,9 +6,9 @@
 // inference, and then serves image requests: progress after every step, streamed latent
 // previews for partial_images, cancellation at every step boundary.
 //
-// Register wraps the registry's existing factories for those names: without the tokenizer
-// files, or where the simulator cannot serve this worker, the factory falls back to the one
-// registered before (the mock image runner), so image generation works on a fresh machine.
+// Register adds those names to a registry: without the tokenizer
+// files, or where the simulator cannot serve this worker, the factory falls back to the
+// family's simulated runner (runners/diffusion/simimage), so image generation works on a fresh machine.
 package runner
 
 import (
@@ -22,11 +22,13 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -51,21 +53,19 @@ const (
 
 func (m Model) String() string {
 	if m == SD35 {
-		return mock.RunnerSD35
+		return runners.RunnerSD35
 	}
-	return mock.RunnerSDXL
+	return runners.RunnerSDXL
 }
 
-// Device options of the Python runners (see runners/mock/device.go and ttnn-notes §2.4).
+// catalogued is the model's catalogue entry: the Python runner's device options (ttnn-notes
+// §2.4) and the denoiser step's simulator latency that MOCK_STEP_SECONDS maps onto.
+func (m Model) catalogued() runners.Model {
+	c, _ := runners.Lookup(m.String(), nil)
+	return c
+}
+
 const (
-	sdxlL1Small     = 32768
-	sd35L1Small     = 32768
-	sd35TraceRegion = 25_000_000
-	// defaultTraceSetting is TRACE_REGION_SIZE's default; another value overrides the model's.
-	defaultTraceSetting = 34_541_598
-	// Unscaled sim latency of one denoiser step (the manifests'), to map MOCK_STEP_SECONDS.
-	sdxlStepLatency = 190.3e-3
-	sd35StepLatency = 625e-3
 	// sd35Guidance is the TT SD3.5 pipeline's default guidance; the Python runner ignores the
 	// request's guidance_scale, as this one does.
 	sd35Guidance = 3.5
@@ -96,28 +96,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DeviceOptions returns the Python runner's device options for model on mesh: l1_small_size
-// 32768; SDXL with TRACE_REGION_SIZE (default 34,541,598), SD3.5 with a 25 MB trace region
-// (unless TRACE_REGION_SIZE is set to another value) and FABRIC_1D on a multi-chip mesh.
-func DeviceOptions(model Model, mesh ttnn.MeshShape, traceSetting int) ttnn.Options {
-	if mesh.Chips() == 0 {
-		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
-	}
-	o := ttnn.Options{Mesh: mesh, CommandQueues: 1, ProgramCache: true, L1SmallSize: sdxlL1Small,
-		TraceRegionSize: uint64(max(traceSetting, 0))}
-	if traceSetting == 0 {
-		o.TraceRegionSize = defaultTraceSetting
-	}
-	if model == SD35 {
-		o.L1SmallSize = sd35L1Small
-		if traceSetting == defaultTraceSetting || traceSetting == 0 {
-			o.TraceRegionSize = sd35TraceRegion
-		}
-		if mesh.Chips() > 1 {
-			o.Fabric = ttnn.Fabric1D
-		}
-	}
-	return o
+// DeviceOptions returns the Python runner's device options for model on mesh (the
+// catalogue's: l1_small_size 32768; SDXL with TRACE_REGION_SIZE's default region, SD3.5 with a
+// 25 MB trace region and FABRIC_1D on a multi-chip mesh); traceRegion > 0 is a
+// TRACE_REGION_SIZE that was set, and replaces the model's region.
+func DeviceOptions(model Model, mesh ttnn.MeshShape, traceRegion int) ttnn.Options {
+	return simdev.Options(model.catalogued(), &config.Settings{TraceRegionSize: traceRegion, TraceRegionSizeSet: traceRegion > 0}, mesh)
 }
 
 // tokenizers are what a runner loads from the weights directory.
@@ -467,16 +451,14 @@ func lost(err error) error {
 	return err
 }
 
-// Register wraps the factories of tt-sdxl-trace and tt-sd3.5 registered before (the mock
-// image runner's; call it after mock.Register): a worker gets the real pipeline when
+// Register adds tt-sdxl-trace and tt-sd3.5 to reg: a worker gets the real pipeline when
 // MODEL_WEIGHTS_PATH holds the tokenizers and the device can be opened from this worker (a
-// worker process, or one device group, or a shared parent mesh); otherwise the earlier
-// factory's runner.
+// worker process, or one device group, or a shared parent mesh); otherwise the simulated
+// model (simimage), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=image.
 func Register(reg *runners.Registry) {
 	for _, m := range []Model{SDXL, SD35} {
-		name := m.String()
-		fallback, _ := reg.Factory(name)
-		reg.Register(name, runners.ServiceImage, factory(m, fallback))
+		simulated := simimage.Factory(m.String())
+		reg.Register(m.String(), factory(m, simulated), simulated)
 	}
 }
 
@@ -503,7 +485,7 @@ func factory(m Model, fallback runners.Factory) runners.Factory {
 		if fallback == nil {
 			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", m, why)
 		}
-		slog.Info("diffusion runner: using the mock image runner", "runner", m.String(), "worker", spec.WorkerID, "reason", why)
+		slog.Info("diffusion runner: using the simulated image runner", "runner", m.String(), "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
 	}
 }
@@ -513,12 +495,8 @@ func configFor(m Model, spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps,
-		Device: DeviceOptions(m, mesh, s.TraceRegionSize), Devices: spec.Devices, Logger: slog.Default()}
-	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the mock runner's.
-	step := sdxlStepLatency
-	if m == SD35 {
-		step = sd35StepLatency
-	}
-	c.Device.SimLatencyScale = ttnn.SimScale(s.MockStepLatency.Seconds(), step)
+		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Logger: slog.Default()}
+	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
+	c.Device.SimLatencyScale = ttnn.SimScale(m.catalogued().MockLatency(s).Seconds(), m.catalogued().Sim.PipelineUnit())
 	return c
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -115,7 +114,7 @@ func testConfig(t *testing.T, m Model, weights string) Config {
 		dir = "../pipeline/testdata/small35"
 	}
 	return Config{Model: m, WeightsDir: weights, Backend: "sim", Programs: os.DirFS(dir),
-		Device: DeviceOptions(m, ttnn.MeshShape{Rows: 1, Cols: 1}, defaultTraceSetting)}
+		Device: DeviceOptions(m, ttnn.MeshShape{Rows: 1, Cols: 1}, 0)}
 }
 
 func warmRunner(t *testing.T, cfg Config) *Runner {
@@ -378,11 +377,10 @@ func TestRegisterFallback(t *testing.T) {
 		{"hardware build", config.Settings{Mock: false, ModelWeightsPath: weights, DeviceGroups: group("0")}, false},
 	}
 	reg := runners.NewRegistry()
-	mock.Register(reg)
 	Register(reg)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, name := range []string{mock.RunnerSDXL, mock.RunnerSD35} {
+			for _, name := range []string{runners.RunnerSDXL, runners.RunnerSD35} {
 				svc, err := reg.Service(name)
 				require.NoError(t, err)
 				require.Equal(t, runners.ServiceImage, svc)
@@ -402,11 +400,10 @@ func TestRegisterFallback(t *testing.T) {
 // (the mock image runner) still generates images.
 func TestFallbackGeneratesOnFreshMachine(t *testing.T) {
 	reg := runners.NewRegistry()
-	mock.Register(reg)
 	Register(reg)
 	s := config.Settings{Mock: true, NumInferenceSteps: 2, MockStepLatency: time.Millisecond,
 		WorkerIsolation: config.IsolationInProcess, DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}}}
-	r, err := reg.New(mock.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: &s})
+	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: &s})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
 	require.NoError(t, r.Warmup(context.Background()))
@@ -430,14 +427,14 @@ func TestDeviceOptions(t *testing.T) {
 		trace int
 		want  ttnn.Options
 	}{
-		{"sdxl n150", SDXL, one, defaultTraceSetting, with(one, defaultTraceSetting, ttnn.FabricOff)},
-		{"sdxl tp2", SDXL, tp2, defaultTraceSetting, with(tp2, defaultTraceSetting, ttnn.FabricOff)},
+		{"sdxl n150", SDXL, one, 0, with(one, config.DefaultTraceRegionSize, ttnn.FabricOff)},
+		{"sdxl tp2", SDXL, tp2, 0, with(tp2, config.DefaultTraceRegionSize, ttnn.FabricOff)},
 		{"sdxl custom trace", SDXL, one, 1 << 20, with(one, 1<<20, ttnn.FabricOff)},
-		{"sd3.5 t3k", SD35, t3k, defaultTraceSetting, with(t3k, 25_000_000, ttnn.Fabric1D)},
-		{"sd3.5 galaxy", SD35, ttnn.MeshShape{Rows: 4, Cols: 8}, defaultTraceSetting, with(ttnn.MeshShape{Rows: 4, Cols: 8}, 25_000_000, ttnn.Fabric1D)},
+		{"sd3.5 t3k", SD35, t3k, 0, with(t3k, 25_000_000, ttnn.Fabric1D)},
+		{"sd3.5 galaxy", SD35, ttnn.MeshShape{Rows: 4, Cols: 8}, 0, with(ttnn.MeshShape{Rows: 4, Cols: 8}, 25_000_000, ttnn.Fabric1D)},
 		{"sd3.5 custom trace", SD35, t3k, 50_000_000, with(t3k, 50_000_000, ttnn.Fabric1D)},
-		{"sd3.5 one chip", SD35, one, defaultTraceSetting, with(one, 25_000_000, ttnn.FabricOff)},
-		{"no mesh", SDXL, ttnn.MeshShape{}, defaultTraceSetting, with(one, defaultTraceSetting, ttnn.FabricOff)},
+		{"sd3.5 one chip", SD35, one, 0, with(one, 25_000_000, ttnn.FabricOff)},
+		{"no mesh", SDXL, ttnn.MeshShape{}, 0, with(one, config.DefaultTraceRegionSize, ttnn.FabricOff)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -478,7 +475,7 @@ func TestRunnerCFGSplitOnSim(t *testing.T) {
 	}{{SDXL, ttnn.MeshShape{Rows: 2, Cols: 1}}, {SD35, ttnn.MeshShape{Rows: 1, Cols: 2}}} {
 		t.Run(tc.model.String(), func(t *testing.T) {
 			cfg := testConfig(t, tc.model, weights)
-			cfg.Device = DeviceOptions(tc.model, tc.mesh, defaultTraceSetting)
+			cfg.Device = DeviceOptions(tc.model, tc.mesh, 0)
 			r := warmRunner(t, cfg)
 			require.Len(t, r.subs, 2)
 			require.Len(t, r.closers, 2)
@@ -513,7 +510,7 @@ func diff(a, b pipeline.Stats) pipeline.Stats {
 // of the server's shared parent mesh and generate at the same time.
 func TestRunnersUnderSharedParent(t *testing.T) {
 	weights := writeTinyWeights(t)
-	popts := DeviceOptions(SDXL, ttnn.MeshShape{Rows: 1, Cols: 2}, defaultTraceSetting)
+	popts := DeviceOptions(SDXL, ttnn.MeshShape{Rows: 1, Cols: 2}, 0)
 	popts.DeviceIDs = []int{0, 1}
 	parent, err := ttnn.ShareParent(context.Background(), popts)
 	require.NoError(t, err)
@@ -526,11 +523,10 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 
 	// The factory now gives each in-process group the real pipeline.
 	reg := runners.NewRegistry()
-	mock.Register(reg)
 	Register(reg)
 	s := config.Settings{Mock: true, ModelWeightsPath: weights, WorkerIsolation: config.IsolationInProcess,
 		DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}, {ID: "1", Devices: []int{1}}}}
-	fr, err := reg.New(mock.RunnerSDXL, runners.WorkerSpec{WorkerID: "1", Devices: []int{1}, Settings: &s})
+	fr, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "1", Devices: []int{1}, Settings: &s})
 	require.NoError(t, err)
 	require.IsType(t, &Runner{}, fr)
 	require.NoError(t, fr.Close())
@@ -565,10 +561,17 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 	}
 }
 
-func TestRegisterWithoutFallback(t *testing.T) {
+// TestRegisterBringsItsFallback: the family registers its simulated runner with its models,
+// the fallback when MODEL_WEIGHTS_PATH is not set and what MODEL_RUNNER=mock runs.
+func TestRegisterBringsItsFallback(t *testing.T) {
 	reg := runners.NewRegistry()
 	Register(reg)
-	require.Equal(t, []string{mock.RunnerSD35, mock.RunnerSDXL}, reg.Names())
-	_, err := reg.New(mock.RunnerSDXL, runners.WorkerSpec{Settings: &config.Settings{Mock: true}})
-	require.ErrorContains(t, err, "MODEL_WEIGHTS_PATH is not set, and no fallback runner is registered")
+	require.Equal(t, []string{runners.RunnerMock, runners.RunnerSD35, runners.RunnerSDXL}, reg.Names())
+	for _, name := range []string{runners.RunnerSDXL, runners.RunnerMock} {
+		r, err := reg.New(name, runners.WorkerSpec{Settings: &config.Settings{Mock: true, ModelService: "image"}})
+		require.NoError(t, err)
+		_, isReal := r.(*Runner)
+		require.False(t, isReal, "%s without model files is the simulated runner", name)
+		require.NoError(t, r.Close())
+	}
 }

@@ -223,7 +223,7 @@ func TestBatchRunnerCancelOneLane(t *testing.T) {
 
 func TestConfigForMaxBatchSize(t *testing.T) {
 	for _, n := range []int{1, 4} {
-		c := configFor(runners.WorkerSpec{Settings: &config.Settings{MaxBatchSize: n, TraceRegionSize: defaultTraceSetting}})
+		c := configFor(runners.WorkerSpec{Settings: &config.Settings{MaxBatchSize: n, TraceRegionSize: config.DefaultTraceRegionSize}})
 		require.Equal(t, n, c.MaxBatchSize)
 	}
 }

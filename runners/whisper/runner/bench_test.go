@@ -59,7 +59,7 @@ func BenchmarkTranscribeWindow(b *testing.B) {
 func BenchmarkFourWindows(b *testing.B) {
 	tok := largeV3(b)
 	b.Setenv("TTB_SIM_LATENCY_SCALE", "1") // TestMain's 0.001 would win over the option
-	opts := DeviceOptions(ttnn.MeshShape{Rows: 1, Cols: 1}, defaultTraceSetting)
+	opts := DeviceOptions(ttnn.MeshShape{Rows: 1, Cols: 1}, 0)
 	opts.SimLatencyScale = 1
 	x := [][]float32{audio(10), audio(10), audio(10), audio(10)}
 	b.Run("batch1-sequential", func(b *testing.B) {

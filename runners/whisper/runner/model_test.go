@@ -20,7 +20,7 @@ import (
 // openDevice opens the simulator with the Whisper runner's options.
 func openDevice(t testing.TB) *ttnn.Device {
 	t.Helper()
-	dev, err := ttnn.Open(context.Background(), DeviceOptions(ttnn.MeshShape{Rows: 1, Cols: 1}, defaultTraceSetting))
+	dev, err := ttnn.Open(context.Background(), DeviceOptions(ttnn.MeshShape{Rows: 1, Cols: 1}, 0))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, dev.Close()) })
 	return dev

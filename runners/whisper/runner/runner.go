@@ -12,10 +12,9 @@
 // its segments are re-based to the file. There are no word timestamps: the device programs
 // return no cross-attention weights.
 //
-// Register wraps the registry's tt-whisper factory: without a vocabulary in
-// MODEL_WEIGHTS_PATH, or where the simulator cannot serve the worker, the factory falls back
-// to the one registered before (the mock Whisper runner), so transcription works on a fresh
-// machine.
+// Register adds tt-whisper to a registry: without a vocabulary in MODEL_WEIGHTS_PATH, or where
+// the simulator cannot serve the worker, its factory falls back to the family's simulated
+// runner (runners/whisper/simaudio), so transcription works on a fresh machine.
 package runner
 
 import (
@@ -29,10 +28,12 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/segment"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/simaudio"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/transcribe"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -48,21 +49,19 @@ var (
 	ErrNotWarm = errors.New("whisper runner not warmed up")
 )
 
-// Device options of the Python Whisper runner (tt-metal's Whisper demo).
-const (
-	L1SmallSize     = 1024
-	TraceRegionSize = 100_000_000
-	CommandQueues   = 2
-	// defaultTraceSetting is TRACE_REGION_SIZE's default; another value overrides the model's.
-	defaultTraceSetting = 34_541_598
-	// Unscaled sim latencies (the manifests') that MOCK_AUDIO_SECONDS_PER_SECOND maps onto,
-	// with the mock runner's 3 decoder steps per second of audio.
-	encoderLatency    = 153.5e-3
-	decoderLatency    = 9.524e-3
-	tokensPerAudioSec = 3.0
-	// speaker labels the segments of pre-processed (VAD) requests, as the mock diarization.
-	speaker = "SPEAKER_00"
+// model is Whisper's catalogue entry: the Python Whisper runner's device options (tt-metal's
+// Whisper demo) and the simulator latencies MOCK_AUDIO_SECONDS_PER_SECOND maps onto.
+var model, _ = runners.Lookup(runners.RunnerWhisper, nil)
+
+// Device options of the Python Whisper runner, from the catalogue.
+var (
+	L1SmallSize     = model.Device.L1SmallSize
+	TraceRegionSize = model.Device.TraceRegionSize
+	CommandQueues   = model.Device.CommandQueues
 )
+
+// speaker labels the segments of pre-processed (VAD) requests, as the simulated diarization.
+const speaker = "SPEAKER_00"
 
 // Config configures one runner.
 type Config struct {
@@ -86,22 +85,12 @@ type Config struct {
 	MaxBatchSize int
 }
 
-// DeviceOptions returns the Python Whisper runner's device options on mesh: l1_small_size
-// 1024, a 100 MB trace region (TRACE_REGION_SIZE overrides it when set to another value than
-// its default), two command queues (ethernet dispatch on a multi-chip mesh).
-func DeviceOptions(mesh ttnn.MeshShape, traceSetting int) ttnn.Options {
-	if mesh.Chips() == 0 {
-		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
-	}
-	o := ttnn.Options{Mesh: mesh, L1SmallSize: L1SmallSize, TraceRegionSize: TraceRegionSize,
-		CommandQueues: CommandQueues, ProgramCache: true}
-	if traceSetting != defaultTraceSetting && traceSetting > 0 {
-		o.TraceRegionSize = uint64(traceSetting)
-	}
-	if mesh.Chips() > 1 {
-		o.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
-	}
-	return o
+// DeviceOptions returns the Python Whisper runner's device options on mesh (the catalogue's:
+// l1_small_size 1024, a 100 MB trace region, two command queues, ethernet dispatch on a
+// multi-chip mesh); traceRegion > 0 is a TRACE_REGION_SIZE that was set, and replaces the
+// model's region.
+func DeviceOptions(mesh ttnn.MeshShape, traceRegion int) ttnn.Options {
+	return simdev.Options(model, &config.Settings{TraceRegionSize: traceRegion, TraceRegionSizeSet: traceRegion > 0}, mesh)
 }
 
 // LoadTokenizer loads the vocabulary of an n_vocab model from dir (or dir/assets): the
@@ -203,7 +192,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			_ = r.closeDevice()
-			err = fmt.Errorf("%s warm-up: %w", mock.RunnerWhisper, err)
+			err = fmt.Errorf("%s warm-up: %w", runners.RunnerWhisper, err)
 		}
 	}()
 	if err := ttnn.Init(r.cfg.Backend); err != nil {
@@ -279,12 +268,12 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 func (r *Runner) runTask(ctx context.Context, model transcribe.Model, t runners.Task) (o runners.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", mock.RunnerWhisper, p)}
+			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", runners.RunnerWhisper, p)}
 		}
 	}()
 	req, ok := t.Request.(*runners.AudioRequest)
 	if !ok || req == nil {
-		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.AudioRequest", mock.RunnerWhisper, t.Request)}
+		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.AudioRequest", runners.RunnerWhisper, t.Request)}
 	}
 	parent := t.Ctx
 	if parent == nil {
@@ -429,7 +418,7 @@ func (r *Runner) transcribe(ctx context.Context, model transcribe.Model, t runne
 				text = "[" + speaker + "] " + text
 			}
 			if err := t.Emit(runners.TranscriptChunk{Text: text, ChunkID: len(res.Segments)}); err != nil {
-				emitErr = fmt.Errorf("%s: emit segment %d: %w", mock.RunnerWhisper, seg.ID, err)
+				emitErr = fmt.Errorf("%s: emit segment %d: %w", runners.RunnerWhisper, seg.ID, err)
 				cancel(emitErr)
 			}
 		}
@@ -438,7 +427,7 @@ func (r *Runner) transcribe(ctx context.Context, model transcribe.Model, t runne
 			return nil, emitErr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", mock.RunnerWhisper, lost(err))
+			return nil, fmt.Errorf("%s: %w", runners.RunnerWhisper, lost(err))
 		}
 		if opts.Language == "" { // the first piece's language holds for the others
 			opts.Language = out.Language
@@ -490,7 +479,7 @@ func (r *Runner) closeDevice() error {
 		r.dev = nil
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s: close: %w", mock.RunnerWhisper, err)
+		return fmt.Errorf("%s: close: %w", runners.RunnerWhisper, err)
 	}
 	return nil
 }
@@ -503,12 +492,11 @@ func lost(err error) error {
 	return err
 }
 
-// Register wraps the tt-whisper factory registered before (the mock Whisper runner's; call
-// it after mock.Register): a worker gets the real pipeline when MODEL_WEIGHTS_PATH holds the
-// vocabulary and the device can be opened from this worker; otherwise the earlier runner.
+// Register adds tt-whisper to reg: a worker gets the real pipeline when MODEL_WEIGHTS_PATH
+// holds the vocabulary and the device can be opened from this worker; otherwise the simulated
+// Whisper (simaudio), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=audio.
 func Register(reg *runners.Registry) {
-	fallback, _ := reg.Factory(mock.RunnerWhisper)
-	reg.Register(mock.RunnerWhisper, runners.ServiceAudio, factory(fallback))
+	reg.Register(runners.RunnerWhisper, factory(simaudio.Factory), simaudio.Factory)
 }
 
 func factory(fallback runners.Factory) runners.Factory {
@@ -526,9 +514,9 @@ func factory(fallback runners.Factory) runners.Factory {
 			}
 		}
 		if fallback == nil {
-			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", mock.RunnerWhisper, why)
+			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", runners.RunnerWhisper, why)
 		}
-		slog.Debug("whisper runner: using the mock Whisper runner", "worker", spec.WorkerID, "reason", why)
+		slog.Debug("whisper runner: using the simulated Whisper runner", "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
 	}
 }
@@ -537,11 +525,11 @@ func factory(fallback runners.Factory) runners.Factory {
 func configFor(spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := Config{WeightsDir: s.ModelWeightsPath, Backend: "sim", Device: DeviceOptions(mesh, s.TraceRegionSize), Logger: slog.Default(), MaxBatchSize: s.MaxBatchSize}
+	c := Config{WeightsDir: s.ModelWeightsPath, Backend: "sim", Device: simdev.Options(model, s, mesh), Logger: slog.Default(), MaxBatchSize: s.MaxBatchSize}
 	if ttnn.SharedParent() != nil {
 		c.Device.DeviceIDs = spec.Devices
 	}
-	// The simulator's time follows MOCK_AUDIO_SECONDS_PER_SECOND, as the mock runner's.
-	c.Device.SimLatencyScale = ttnn.SimScale(s.MockAudioLatency.Seconds(), encoderLatency/segment.NFrames*segment.FramesPerSecond+tokensPerAudioSec*decoderLatency)
+	// The simulator's time follows MOCK_AUDIO_SECONDS_PER_SECOND, as the simulated runner's.
+	c.Device.SimLatencyScale = ttnn.SimScale(model.MockLatency(s).Seconds(), model.Sim.PipelineUnit())
 	return c
 }

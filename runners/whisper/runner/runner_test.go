@@ -17,7 +17,6 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/mock"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -28,7 +27,7 @@ var warmupDecode = dec{nospeech: 0.9}
 // newRunner builds and warms up a runner with the test vocabulary (TTB_SIM_SCRIPT as set).
 func newRunner(t *testing.T, edit func(*Config)) *Runner {
 	t.Helper()
-	cfg := Config{Tokenizer: largeV3(t), Device: DeviceOptions(ttnn.MeshShape{Rows: 1, Cols: 1}, defaultTraceSetting)}
+	cfg := Config{Tokenizer: largeV3(t), Device: DeviceOptions(ttnn.MeshShape{Rows: 1, Cols: 1}, 0)}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -263,11 +262,11 @@ func TestDeviceOptions(t *testing.T) {
 		trace int
 		want  ttnn.Options
 	}{
-		{"default trace setting", ttnn.MeshShape{}, defaultTraceSetting,
+		{"default trace setting", ttnn.MeshShape{}, 0,
 			ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true}},
 		{"TRACE_REGION_SIZE set", ttnn.MeshShape{Rows: 1, Cols: 1}, 5_000_000,
 			ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 1024, TraceRegionSize: 5_000_000, CommandQueues: 2, ProgramCache: true}},
-		{"two chips", ttnn.MeshShape{Rows: 1, Cols: 2}, defaultTraceSetting,
+		{"two chips", ttnn.MeshShape{Rows: 1, Cols: 2}, 0,
 			ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 2}, L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true, Dispatch: ttnn.DispatchEth}},
 	}
 	for _, tc := range tests {
@@ -280,14 +279,13 @@ func TestDeviceOptions(t *testing.T) {
 func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 	dir := whisperDir(t)
 	reg := runners.NewRegistry()
-	mock.Register(reg)
 	Register(reg)
-	svc, err := reg.Service(mock.RunnerWhisper)
+	svc, err := reg.Service(runners.RunnerWhisper)
 	require.NoError(t, err)
 	require.Equal(t, runners.ServiceAudio, svc)
 	settings := func(weights string, edit func(*config.Settings)) *config.Settings {
-		s := &config.Settings{ModelRunner: mock.RunnerWhisper, ModelWeightsPath: weights, Mock: true,
-			WorkerIsolation: config.IsolationInProcess, TraceRegionSize: defaultTraceSetting, MockAudioLatency: 20 * time.Millisecond}
+		s := &config.Settings{ModelRunner: runners.RunnerWhisper, ModelWeightsPath: weights, Mock: true,
+			WorkerIsolation: config.IsolationInProcess, TraceRegionSize: config.DefaultTraceRegionSize, MockAudioLatency: 20 * time.Millisecond}
 		if edit != nil {
 			edit(s)
 		}
@@ -306,7 +304,7 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := reg.New(mock.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: tc.s})
+			r, err := reg.New(runners.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: tc.s})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
 			_, isReal := r.(*Runner)
@@ -319,7 +317,7 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 		})
 	}
 	// The mock fallback still transcribes.
-	r, err := reg.New(mock.RunnerWhisper, runners.WorkerSpec{Settings: settings("", func(s *config.Settings) { s.MockWarmup, s.MockAudioLatency = 0, 0 })})
+	r, err := reg.New(runners.RunnerWhisper, runners.WorkerSpec{Settings: settings("", func(s *config.Settings) { s.MockWarmup, s.MockAudioLatency = 0, 0 })})
 	require.NoError(t, err)
 	defer r.Close()
 	require.NoError(t, r.Warmup(context.Background()))

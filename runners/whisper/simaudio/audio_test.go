@@ -1,4 +1,4 @@
-package mock
+package simaudio
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
 // tone is seconds of a 440 Hz sine of the given peak amplitude at 16 kHz.
@@ -44,7 +45,7 @@ func transcribeOne(t *testing.T, r runners.Runner, task runners.Task) *runners.T
 }
 
 func TestAudioWholeClip(t *testing.T) {
-	r := NewAudio(Latency{})
+	r := New(simdev.Latency{})
 	res := transcribeOne(t, r, runners.Task{Request: &runners.AudioRequest{Samples: tone(2, 0.5), SampleRate: 16000, Duration: 2}})
 	// A sine of peak 0.5: peak -6.0 dBFS, RMS -9.0 dBFS.
 	require.Equal(t, "[simulated transcription: 2.00 s of audio, peak -6.0 dBFS, RMS -9.0 dBFS]", res.Text)
@@ -61,7 +62,7 @@ func TestAudioWholeClip(t *testing.T) {
 }
 
 func TestAudioSegments(t *testing.T) {
-	r := NewAudio(Latency{})
+	r := New(simdev.Latency{})
 	req := &runners.AudioRequest{
 		Samples: speechAndSilence(), SampleRate: 16000, Duration: 3,
 		Segments: []runners.Span{{Start: 0.12345, End: 0.87654}, {Start: 1.2, End: 1.8}, {Start: 2.0, End: 3.0}},
@@ -115,7 +116,7 @@ func (c *collector) emit(chunk any) error {
 
 func TestAudioStreaming(t *testing.T) {
 	t.Run("segments", func(t *testing.T) {
-		r := NewAudio(Latency{})
+		r := New(simdev.Latency{})
 		var c collector
 		req := &runners.AudioRequest{Samples: speechAndSilence(), SampleRate: 16000, Duration: 3, Stream: true,
 			Segments: []runners.Span{{Start: 0, End: 1}, {Start: 2, End: 3}}}
@@ -134,7 +135,7 @@ func TestAudioStreaming(t *testing.T) {
 		require.Len(t, res.Segments, 2)
 	})
 	t.Run("no segments, no prefix", func(t *testing.T) {
-		r := NewAudio(Latency{})
+		r := New(simdev.Latency{})
 		var c collector
 		res := transcribeOne(t, r, runners.Task{Request: &runners.AudioRequest{Samples: tone(1, 0.25), SampleRate: 16000, Duration: 1, Stream: true}, Emit: c.emit})
 		texts := make([]string, len(c.chunks))
@@ -146,7 +147,7 @@ func TestAudioStreaming(t *testing.T) {
 		require.Equal(t, "[simulated", texts[0])
 	})
 	t.Run("latency is paced across chunks", func(t *testing.T) {
-		r := NewAudio(Latency{PerAudioSec: 100 * time.Millisecond})
+		r := New(simdev.Latency{PerAudioSec: 100 * time.Millisecond})
 		var c collector
 		start := time.Now()
 		transcribeOne(t, r, runners.Task{Request: &runners.AudioRequest{Samples: tone(2, 0.5), SampleRate: 16000, Duration: 2, Stream: true}, Emit: c.emit})
@@ -157,7 +158,7 @@ func TestAudioStreaming(t *testing.T) {
 		require.GreaterOrEqual(t, c.times[len(c.times)-1].Sub(c.times[0]), 100*time.Millisecond, "chunks spread over the latency")
 	})
 	t.Run("emit error stops the task", func(t *testing.T) {
-		r := NewAudio(Latency{})
+		r := New(simdev.Latency{})
 		gone := errors.New("client gone")
 		c := collector{failAt: 3, err: gone}
 		out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.AudioRequest{Samples: tone(1, 0.5), SampleRate: 16000, Duration: 1, Stream: true}, Emit: c.emit}})
@@ -166,7 +167,7 @@ func TestAudioStreaming(t *testing.T) {
 		require.Len(t, c.chunks, 3)
 	})
 	t.Run("cancel mid-stream", func(t *testing.T) {
-		r := NewAudio(Latency{PerAudioSec: time.Second})
+		r := New(simdev.Latency{PerAudioSec: time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		var c collector
 		emit := func(chunk any) error {
@@ -182,7 +183,7 @@ func TestAudioStreaming(t *testing.T) {
 }
 
 func TestAudioLatencyAndLifecycle(t *testing.T) {
-	r := NewAudio(Latency{Warmup: 20 * time.Millisecond, PerAudioSec: 50 * time.Millisecond})
+	r := New(simdev.Latency{Warmup: 20 * time.Millisecond, PerAudioSec: 50 * time.Millisecond})
 	start := time.Now()
 	require.NoError(t, r.Warmup(context.Background()))
 	require.GreaterOrEqual(t, time.Since(start), 70*time.Millisecond, "warm-up sleeps, then transcribes 1 s")
@@ -205,6 +206,6 @@ func TestAudioLatencyAndLifecycle(t *testing.T) {
 
 	require.NoError(t, r.Close())
 	require.NoError(t, r.Close())
-	require.ErrorIs(t, r.Warmup(context.Background()), ErrClosed)
-	require.ErrorIs(t, r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: req}})[0].Err, ErrClosed)
+	require.ErrorIs(t, r.Warmup(context.Background()), simdev.ErrClosed)
+	require.ErrorIs(t, r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: req}})[0].Err, simdev.ErrClosed)
 }

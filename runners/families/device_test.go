@@ -1,6 +1,6 @@
 //go:build cgo
 
-package mock
+package families
 
 import (
 	"context"
@@ -18,71 +18,12 @@ import (
 )
 
 func processSettings(mod func(*config.Settings)) *config.Settings {
-	s := &config.Settings{WorkerIsolation: config.IsolationProcess, TraceRegionSize: defaultTraceSetting,
+	s := &config.Settings{WorkerIsolation: config.IsolationProcess, TraceRegionSize: config.DefaultTraceRegionSize,
 		MockStepLatency: 2 * time.Millisecond, MockAudioLatency: time.Millisecond, MockImageLatency: time.Millisecond}
 	if mod != nil {
 		mod(s)
 	}
 	return s
-}
-
-func TestSimConfigFor(t *testing.T) {
-	mesh := func(r, c int) config.MeshShape { return config.MeshShape{Rows: r, Cols: c} }
-	tests := []struct {
-		name     string
-		model    string
-		mesh     config.MeshShape
-		settings *config.Settings
-		want     *simConfig
-		scale    float64
-	}{
-		{"no settings", RunnerSDXL, mesh(1, 1), nil, nil, 0},
-		{"unknown service", RunnerMock, mesh(1, 1), processSettings(func(s *config.Settings) { s.ModelService = "video" }), nil, 0},
-		{"in process: a submesh of the shared parent", RunnerSDXL, mesh(1, 1), &config.Settings{WorkerIsolation: config.IsolationInProcess,
-			TraceRegionSize: defaultTraceSetting, MockStepLatency: 2 * time.Millisecond}, &simConfig{
-			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, DeviceIDs: []int{3}, L1SmallSize: 32768, TraceRegionSize: 34541598,
-				CommandQueues: 1, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet, shared: true}, 0.002 / 0.1903},
-		{"MOCK_STEP_SECONDS=0 is no device time, not the programs' own", RunnerSDXL, mesh(1, 1),
-			processSettings(func(s *config.Settings) { s.MockStepLatency = 0 }), &simConfig{
-				opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 34541598, CommandQueues: 1, ProgramCache: true},
-				programs: []string{progUNet, progVAE}, traced: progUNet}, ttnn.SimNoLatency},
-		{"sdxl", RunnerSDXL, mesh(1, 1), processSettings(nil), &simConfig{
-			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 34541598, CommandQueues: 1, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
-		{"sd3.5 on a T3K mesh", RunnerSD35, mesh(2, 4), processSettings(nil), &simConfig{
-			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 2, Cols: 4}, L1SmallSize: 32768, TraceRegionSize: 25_000_000,
-				CommandQueues: 1, Fabric: ttnn.Fabric1D, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
-		{"sd3.5 with TRACE_REGION_SIZE", RunnerSD35, mesh(4, 8), processSettings(func(s *config.Settings) { s.TraceRegionSize = 5000 }), &simConfig{
-			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 4, Cols: 8}, L1SmallSize: 32768, TraceRegionSize: 5000,
-				CommandQueues: 1, Fabric: ttnn.Fabric1D, ProgramCache: true},
-			programs: []string{progUNet, progVAE}, traced: progUNet}, 0.002 / 0.1903},
-		{"whisper", RunnerWhisper, mesh(1, 1), processSettings(nil), &simConfig{
-			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true},
-			programs: []string{progEncoder, progDecoder}, traced: progDecoder}, 0.001 / (0.1535/30 + 3*0.009524)},
-		{"resnet on two chips", RunnerResNet, mesh(1, 2), processSettings(nil), &simConfig{
-			opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 2}, L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2,
-				Dispatch: ttnn.DispatchEth, ProgramCache: true},
-			programs: []string{progResNet}, traced: progResNet}, 0.001 / 0.003404},
-		{"mock follows MODEL_SERVICE", RunnerMock, config.MeshShape{}, processSettings(func(s *config.Settings) { s.ModelService = "CNN" }), &simConfig{
-			opts:     ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2, ProgramCache: true},
-			programs: []string{progResNet}, traced: progResNet}, 0.001 / 0.003404},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := simConfigFor(tt.model, runners.WorkerSpec{Mesh: tt.mesh, Devices: []int{3, 4}, Settings: tt.settings})
-			if tt.want == nil {
-				require.Nil(t, got)
-				return
-			}
-			require.NotNil(t, got)
-			require.InDelta(t, tt.scale, got.opts.SimLatencyScale, 1e-12)
-			require.Positive(t, got.opts.SimLatencyScale, "0 would mean the programs' own latencies")
-			got.opts.SimLatencyScale = 0
-			require.Equal(t, tt.want, got)
-		})
-	}
 }
 
 // unsetScale removes TTB_SIM_LATENCY_SCALE for the test, so the runner derives it.
@@ -95,8 +36,7 @@ func unsetScale(t *testing.T) {
 // options, hold one trace, produce exactly what the in-process runners produce, take the
 // simulator's (scaled) time, and leave no handle behind.
 func TestRunnersOnTheSimulator(t *testing.T) {
-	reg := runners.NewRegistry()
-	Register(reg)
+	reg := NewRegistry()
 	white := image.NewRGBA(image.Rect(0, 0, 32, 32))
 	for i := range white.Pix {
 		white.Pix[i] = 0xff
@@ -106,16 +46,16 @@ func TestRunnersOnTheSimulator(t *testing.T) {
 		req    any
 		info   func(t *testing.T, info ttnn.DeviceInfo)
 	}{
-		{RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}, func(t *testing.T, info ttnn.DeviceInfo) {
+		{runners.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}, func(t *testing.T, info ttnn.DeviceInfo) {
 			require.Equal(t, uint64(32768), info.L1SmallSize)
 			require.Equal(t, uint64(34541598), info.TraceRegionSize)
 		}},
-		{RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
+		{runners.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
 			Segments: []runners.Span{{Start: 0, End: 1}}}, func(t *testing.T, info ttnn.DeviceInfo) {
 			require.Equal(t, 2, info.CommandQueues)
 			require.Equal(t, uint64(100_000_000), info.TraceRegionSize)
 		}},
-		{RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}, func(t *testing.T, info ttnn.DeviceInfo) {
+		{runners.RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}, func(t *testing.T, info ttnn.DeviceInfo) {
 			require.Equal(t, uint64(1_470_464), info.TraceRegionSize)
 		}},
 	}
@@ -154,29 +94,21 @@ func TestRunnersOnTheSimulator(t *testing.T) {
 
 func devInfo(t *testing.T, r runners.Runner) ttnn.DeviceInfo {
 	t.Helper()
-	var s *stepper
-	switch v := r.(type) {
-	case *imageRunner:
-		s = &v.dev
-	case *audioRunner:
-		s = &v.dev
-	case *cnnRunner:
-		info, ok := v.sim.Info()
-		require.True(t, ok, "CNN runner on the simulator")
-		return info
-	}
-	require.NotNil(t, s)
-	require.True(t, s.onDevice())
-	return s.dev.dev.Info()
+	d, ok := r.(interface {
+		DeviceInfo() (ttnn.DeviceInfo, bool)
+	})
+	require.True(t, ok, "%T is a simulated runner", r)
+	info, ok := d.DeviceInfo()
+	require.True(t, ok, "%T runs on the simulator", r)
+	return info
 }
 
 // TestSimulatorTimeFollowsMockLatency: MOCK_STEP_SECONDS sets the simulator's latency scale,
 // so ten UNet steps and one VAE decode take 10×step + 663/190.3×step of device time.
 func TestSimulatorTimeFollowsMockLatency(t *testing.T) {
 	unsetScale(t)
-	reg := runners.NewRegistry()
-	Register(reg)
-	r, err := reg.New(RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0},
+	reg := NewRegistry()
+	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0},
 		Settings: processSettings(func(s *config.Settings) { s.MockStepLatency = 20 * time.Millisecond })})
 	require.NoError(t, err)
 	defer r.Close()
@@ -209,9 +141,8 @@ func TestDispatchTimeoutIsDeviceLost(t *testing.T) {
 	t.Setenv("TTB_SIM_HANG_SECONDS", "5")
 	t.Setenv("TTB_SIM_HANG_AFTER", "6") // warm-up runs 4 programs; the 2nd step of the request hangs
 	t.Setenv("TT_METAL_OPERATION_TIMEOUT_SECONDS", "0.05")
-	reg := runners.NewRegistry()
-	Register(reg)
-	r, err := reg.New(RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: processSettings(nil)})
+	reg := NewRegistry()
+	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: processSettings(nil)})
 	require.NoError(t, err)
 	require.NoError(t, r.Warmup(context.Background()))
 	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(),

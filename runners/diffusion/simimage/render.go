@@ -1,4 +1,4 @@
-package mock
+package simimage
 
 import (
 	"encoding/binary"

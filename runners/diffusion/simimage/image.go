@@ -1,4 +1,9 @@
-package mock
+// Package simimage is the diffusion family's simulated runner (MODEL_RUNNER=tt-sdxl-trace or
+// tt-sd3.5 without model files, and MODEL_RUNNER=mock with MODEL_SERVICE=image): a
+// deterministic picture that depends on the request, made in Go, while the real model's device
+// time (a UNet run per denoising step, a VAE decode) is spent on the simulated device
+// (runners/simdev).
+package simimage
 
 import (
 	"context"
@@ -13,7 +18,37 @@ import (
 	"sync/atomic"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
+
+// The simulated pipeline's device programs (ttnn/programs/<name>.ttbsim).
+const (
+	progUNet = "sdxl-unet"
+	progVAE  = "sdxl-vae"
+)
+
+// imageSize is the resolution of SDXL base and SD3.5 Large.
+const imageSize = 1024
+
+// defaultSteps is NUM_INFERENCE_STEPS's default in the Python server.
+const defaultSteps = 20
+
+// Factory returns the registry factory of the simulated model (tt-sdxl-trace, tt-sd3.5):
+// MOCK_* latencies, NUM_INFERENCE_STEPS, and the worker's simulated device (simdev.ConfigFor).
+func Factory(model string) runners.Factory {
+	return func(spec runners.WorkerSpec) (runners.Runner, error) {
+		r := newImage(model, imageSize, simdev.LatencyFrom(spec.Settings))
+		if spec.Settings != nil && spec.Settings.NumInferenceSteps > 0 {
+			r.defaultSteps = spec.Settings.NumInferenceSteps
+		}
+		r.dev.Cfg = simdev.ConfigFor(model, spec)
+		return r, nil
+	}
+}
+
+// DeviceInfo describes the runner's simulated device; ok is false when its time is Go sleeps.
+func (r *imageRunner) DeviceInfo() (ttnn.DeviceInfo, bool) { return r.dev.Info() }
 
 // errBothSchedules is the Python SDXL pipeline's ValueError text.
 const errBothSchedules = "Cannot pass both timesteps and sigmas. Choose one."
@@ -23,16 +58,16 @@ type imageRunner struct {
 	model        string
 	sd35         bool
 	size         int
-	lat          Latency
+	lat          simdev.Latency
 	defaultSteps int
 	// randomSeed draws the start-latent seed of an SDXL request without one.
 	randomSeed func() int64
 	// dev is the simulated device in a worker process; without one, steps are Go sleeps.
-	dev    stepper
+	dev    simdev.Stepper
 	closed atomic.Bool
 }
 
-// NewImage returns the mock SDXL (tt-sdxl-trace) or SD3.5 (tt-sd3.5; any model name containing
+// New returns the simulated SDXL (tt-sdxl-trace) or SD3.5 (tt-sd3.5; any model name containing
 // "sd3") runner, making size×size RGBA pictures. Requests without steps use 20 steps.
 //
 // The picture is a deterministic function of the request: the prompts set the palette, the
@@ -40,17 +75,17 @@ type imageRunner struct {
 // is left, and the guidance scale the saturation and contrast. As in the Python runners,
 // SD3.5 ignores guidance_scale, prompt_2, timesteps and sigmas and treats a missing seed as 0,
 // while SDXL draws a random seed when none is given and rejects timesteps together with sigmas.
-func NewImage(model string, size int, lat Latency) runners.Runner {
+func New(model string, size int, lat simdev.Latency) runners.Runner {
 	return newImage(model, size, lat)
 }
 
-func newImage(model string, size int, lat Latency) *imageRunner {
+func newImage(model string, size int, lat simdev.Latency) *imageRunner {
 	if size <= 0 {
 		size = imageSize
 	}
 	return &imageRunner{
 		model:        model,
-		sd35:         model == RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3"),
+		sd35:         model == runners.RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3"),
 		size:         size,
 		lat:          lat,
 		defaultSteps: defaultSteps,
@@ -61,12 +96,12 @@ func newImage(model string, size int, lat Latency) *imageRunner {
 // Warmup simulates loading the pipeline, then generates the Python runners' warm-up image.
 func (r *imageRunner) Warmup(ctx context.Context) error {
 	if r.closed.Load() {
-		return ErrClosed
+		return simdev.ErrClosed
 	}
-	if err := sleep(ctx, r.lat.Warmup); err != nil {
+	if err := simdev.Sleep(ctx, r.lat.Warmup); err != nil {
 		return fmt.Errorf("%s warm-up: %w", r.model, err)
 	}
-	if err := r.dev.open(ctx); err != nil {
+	if err := r.dev.Open(ctx); err != nil {
 		return fmt.Errorf("%s warm-up: %w", r.model, err)
 	}
 	req := &runners.ImageRequest{Prompt: "Sunrise on a beach", NumInferenceSteps: 1}
@@ -88,9 +123,9 @@ func (r *imageRunner) Warmup(ctx context.Context) error {
 // Run generates one image per task.
 func (r *imageRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
 	if r.closed.Load() {
-		return closedOutcomes(len(tasks))
+		return simdev.ClosedOutcomes(len(tasks))
 	}
-	return runBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
+	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
 		req, ok := t.Request.(*runners.ImageRequest)
 		if !ok || req == nil {
 			return nil, fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.model, t.Request)
@@ -106,7 +141,7 @@ func (r *imageRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 // Close marks the runner closed and closes its device; it is idempotent.
 func (r *imageRunner) Close() error {
 	r.closed.Store(true)
-	return r.dev.close()
+	return r.dev.Close()
 }
 
 // generate runs the simulated denoising loop and renders the picture. After every step it
@@ -117,7 +152,7 @@ func (r *imageRunner) Close() error {
 func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t runners.Task) (*image.RGBA, error) {
 	p := r.params(req)
 	if !r.sd35 && req.Timesteps != nil && req.Sigmas != nil {
-		return nil, &badRequest{msg: errBothSchedules}
+		return nil, &simdev.BadRequest{Msg: errBothSchedules}
 	}
 	var at []int // steps after which a preview is due
 	if t.Emit != nil {
@@ -128,7 +163,7 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%s: cancelled before step %d of %d: %w", r.model, step+1, p.steps, err)
 		}
-		if err := r.dev.run(ctx, progUNet, 1, r.lat.PerStep); err != nil {
+		if err := r.dev.Run(ctx, progUNet, 1, r.lat.PerStep); err != nil {
 			return nil, fmt.Errorf("%s: UNet step %d of %d: %w", r.model, step+1, p.steps, err)
 		}
 		done := step + 1
@@ -149,7 +184,7 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: cancelled before VAE decode: %w", r.model, err)
 	}
-	if err := r.dev.run(ctx, progVAE, 1, 0); err != nil {
+	if err := r.dev.Run(ctx, progVAE, 1, 0); err != nil {
 		return nil, fmt.Errorf("%s: VAE decode: %w", r.model, err)
 	}
 	return render(p, r.size), nil

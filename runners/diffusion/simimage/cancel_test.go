@@ -1,4 +1,4 @@
-package mock
+package simimage
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -19,7 +20,7 @@ func TestRunningDiffusionStopsWithinOneStep(t *testing.T) {
 	const step = 150 * time.Millisecond
 	s := scheduler.New(scheduler.Config{Groups: []config.DeviceGroup{{ID: "0"}}, QueueSize: 4, Timeout: time.Minute},
 		func(config.DeviceGroup) (runners.Runner, error) {
-			return NewImage(RunnerSDXL, 64, Latency{PerStep: step}), nil
+			return New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: step}), nil
 		})
 	s.Start(context.Background())
 	defer func() { require.NoError(t, s.Stop(context.Background())) }()

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package mock
+package families
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -35,15 +36,14 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 		runner string
 		req    any
 	}{
-		{RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}},
-		{RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
+		{runners.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}},
+		{runners.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
 			Segments: []runners.Span{{Start: 0, End: 1}}}},
-		{RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}},
+		{runners.RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.runner, func(t *testing.T) {
-			reg := runners.NewRegistry()
-			Register(reg)
+			reg := NewRegistry()
 			settings := inproc(nil)
 			// The reference: the runner without a device (no shared parent yet).
 			local, err := reg.New(tt.runner, runners.WorkerSpec{WorkerID: "x", Settings: &config.Settings{}})
@@ -55,7 +55,7 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 			require.NoError(t, local.Close())
 			// Three groups of one chip: the parent is 3x1 over chips 2, 3, 4 with the model's options.
 			groups := [][]int{{2}, {3}, {4}}
-			opts, ok := DeviceOptions(tt.runner, settings, config.MeshShape{Rows: 3, Cols: 1})
+			opts, ok := simdev.DeviceOptions(tt.runner, settings, config.MeshShape{Rows: 3, Cols: 1})
 			require.True(t, ok)
 			opts.DeviceIDs = []int{2, 3, 4}
 			parent, err := ttnn.ShareParent(context.Background(), opts)
@@ -115,17 +115,19 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 func TestInProcessWithoutParent(t *testing.T) {
 	require.NoError(t, ttnn.Init("sim"))
 	require.Nil(t, ttnn.SharedParent())
-	reg := runners.NewRegistry()
-	Register(reg)
+	reg := NewRegistry()
 	s := processSettings(func(s *config.Settings) {
 		s.WorkerIsolation = config.IsolationInProcess
 		s.MockStepLatency = 10 * time.Millisecond
 	})
-	r, err := reg.New(RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
+	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
 	require.NoError(t, err)
 	defer r.Close()
 	require.NoError(t, r.Warmup(context.Background()))
-	require.False(t, r.(*imageRunner).dev.onDevice())
+	_, onDevice := r.(interface {
+		DeviceInfo() (ttnn.DeviceInfo, bool)
+	}).DeviceInfo()
+	require.False(t, onDevice)
 	start := time.Now()
 	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(),
 		Request: &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}}})

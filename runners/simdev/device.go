@@ -1,4 +1,4 @@
-package mock
+package simdev
 
 import (
 	"context"
@@ -15,59 +15,26 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
-// Device options of the real runners (tt-metal model demos and the Python server's runners).
-const (
-	sdxlL1Small       = 32768
-	sd35L1Small       = 32768
-	sd35TraceRegion   = 25_000_000
-	whisperL1Small    = 1024
-	whisperTrace      = 100_000_000
-	resnetL1Small     = 32768
-	resnetTraceRegion = 1_470_464
-	// defaultTraceSetting is TRACE_REGION_SIZE's default (SDXL's region); any other value
-	// overrides the model's own region.
-	defaultTraceSetting = 34_541_598
-)
-
-// Unscaled sim latencies of the programs the runners time themselves by (ttnn/programs).
-const (
-	unetStepLatency   = 190.3e-3 // s per sdxl-unet step
-	encoderLatency    = 153.5e-3 // s per whisper-encoder window of 30 s
-	decoderLatency    = 9.524e-3 // s per whisper-decoder-step
-	resnetLatency     = 3.404e-3 // s per resnet50 batch
-	whisperWindow     = 30.0     // s of audio per encoder run
-	tokensPerAudioSec = 3.0      // decoder steps per second of audio (speech is ~2-3 tokens/s)
-)
-
-// Program names (ttnn/programs/<name>.ttbsim).
-const (
-	progUNet    = "sdxl-unet"
-	progVAE     = "sdxl-vae"
-	progEncoder = "whisper-encoder"
-	progDecoder = "whisper-decoder-step"
-	progResNet  = "resnet50"
-)
-
-// simConfig says how a mock runner drives the simulated device.
-type simConfig struct {
-	// opts are the device options; opts.SimLatencyScale is chosen so that the sim's time
+// Config says how a simulated runner drives the simulated device.
+type Config struct {
+	// Opts are the device options; Opts.SimLatencyScale is chosen so that the sim's time
 	// matches the MOCK_* latency settings (an explicit TTB_SIM_LATENCY_SCALE in the
 	// environment wins).
-	opts     ttnn.Options
-	programs []string // loaded and run once at warm-up (the compile run)
-	traced   string   // one of programs, captured in a trace at warm-up and replayed after
-	// shared: in process, the device is a submesh of the process's shared parent mesh
-	// (ttnn.ShareParent, opened by the server), chosen by opts.DeviceIDs.
-	shared bool
+	Opts     ttnn.Options
+	Programs []string // loaded and run once at warm-up (the compile run)
+	Traced   string   // one of Programs, captured in a trace at warm-up and replayed after
+	// Shared: in process, the device is a submesh of the process's shared parent mesh
+	// (ttnn.ShareParent, opened by the server), chosen by Opts.DeviceIDs.
+	Shared bool
 }
 
-// simConfigFor returns the device configuration of a mock runner (nil without settings or
+// ConfigFor returns the device configuration of a simulated runner (nil without settings or
 // for an unknown service). In a worker process (WORKER_ISOLATION=process) the runner opens
 // its own device over the chips TT_VISIBLE_DEVICES shows it; in process it opens the submesh
 // of its group's chips in the shared parent mesh — the simulator, like TT-Metal, has one open
 // mesh per process. Without a shared parent (a runner built outside the server, or a build
 // without cgo) an in-process runner keeps its time with Go sleeps.
-func simConfigFor(model string, spec runners.WorkerSpec) *simConfig {
+func ConfigFor(model string, spec runners.WorkerSpec) *Config {
 	s := spec.Settings
 	if s == nil {
 		return nil
@@ -81,9 +48,9 @@ func simConfigFor(model string, spec runners.WorkerSpec) *simConfig {
 		return nil
 	}
 	if s.WorkerIsolation != config.IsolationProcess {
-		c.shared = true
+		c.Shared = true
 		if len(spec.Devices) >= mesh.Chips() { // "" (all chips) gives none: the whole parent
-			c.opts.DeviceIDs = append([]int(nil), spec.Devices[:mesh.Chips()]...)
+			c.Opts.DeviceIDs = append([]int(nil), spec.Devices[:mesh.Chips()]...)
 		}
 	}
 	return c
@@ -101,65 +68,37 @@ func DeviceOptions(model string, s *config.Settings, mesh config.MeshShape) (opt
 	if !ok {
 		return ttnn.Options{}, false
 	}
-	c.opts.SimLatencyScale = 0
-	return c.opts, true
+	c.Opts.SimLatencyScale = 0
+	return c.Opts, true
 }
 
-// modelOptions is the model's device configuration on mesh.
-func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*simConfig, bool) {
-	trace := func(own uint64) uint64 {
-		if s.TraceRegionSize != defaultTraceSetting {
-			return uint64(s.TraceRegionSize)
-		}
-		return own
-	}
-	lat := LatencyFrom(s)
-	c := &simConfig{opts: ttnn.Options{Mesh: mesh, ProgramCache: true, CommandQueues: 1}}
-	var want, own float64 // device time per unit asked for by MOCK_*, and the programs' own
-	switch service(model, s) {
-	case runners.ServiceImage:
-		c.programs, c.traced = []string{progUNet, progVAE}, progUNet
-		want, own = lat.PerStep.Seconds(), unetStepLatency
-		c.opts.L1SmallSize, c.opts.TraceRegionSize = sdxlL1Small, trace(defaultTraceSetting)
-		if isSD35(model) {
-			c.opts.L1SmallSize, c.opts.TraceRegionSize = sd35L1Small, trace(sd35TraceRegion)
-			if mesh.Chips() > 1 {
-				c.opts.Fabric = ttnn.Fabric1D
-			}
-		}
-	case runners.ServiceAudio:
-		c.programs, c.traced = []string{progEncoder, progDecoder}, progDecoder
-		want, own = lat.PerAudioSec.Seconds(), encoderLatency/whisperWindow+tokensPerAudioSec*decoderLatency
-		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = whisperL1Small, trace(whisperTrace), 2
-	case runners.ServiceCNN:
-		c.programs, c.traced = []string{progResNet}, progResNet
-		want, own = lat.PerImage.Seconds(), resnetLatency
-		c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues = resnetL1Small, trace(resnetTraceRegion), 2
-	default:
+// modelOptions is the model's device configuration on mesh, from the runners' catalogue.
+func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*Config, bool) {
+	m, ok := runners.Lookup(model, s)
+	if !ok {
 		return nil, false
 	}
-	if c.opts.CommandQueues == 2 && mesh.Chips() > 1 {
-		c.opts.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
-	}
-	c.opts.SimLatencyScale = ttnn.SimScale(want, own)
+	c := &Config{Opts: Options(m, s, mesh), Programs: m.Sim.Programs, Traced: m.Sim.Traced}
+	c.Opts.SimLatencyScale = ttnn.SimScale(m.MockLatency(s).Seconds(), m.Sim.UnitSeconds)
 	return c, true
 }
 
-// service is the API family of a MODEL_RUNNER name ("mock" follows MODEL_SERVICE).
-func service(model string, s *config.Settings) runners.Service {
-	switch model {
-	case RunnerSDXL, RunnerSD35:
-		return runners.ServiceImage
-	case RunnerWhisper:
-		return runners.ServiceAudio
-	case RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerYOLOv4:
-		return runners.ServiceCNN
+// Options are the catalogued model's device open options on mesh (1x1 when empty), with the
+// settings' TRACE_REGION_SIZE when it was set: FABRIC_1D on a multi-chip mesh for the models
+// that ask for it, ethernet dispatch for two command queues on a multi-chip mesh.
+func Options(m runners.Model, s *config.Settings, mesh ttnn.MeshShape) ttnn.Options {
+	if mesh.Chips() == 0 {
+		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
 	}
-	return runners.Service(strings.ToLower(s.ModelService))
-}
-
-func isSD35(model string) bool {
-	return model == RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3")
+	o := ttnn.Options{Mesh: mesh, ProgramCache: true, CommandQueues: m.Device.CommandQueues,
+		L1SmallSize: m.Device.L1SmallSize, TraceRegionSize: m.TraceRegion(s)}
+	if m.Device.Fabric1D && mesh.Chips() > 1 {
+		o.Fabric = ttnn.Fabric1D
+	}
+	if o.CommandQueues == 2 && mesh.Chips() > 1 {
+		o.Dispatch = ttnn.DispatchEth // two CQs on a multi-chip mesh need ethernet dispatch
+	}
+	return o
 }
 
 // simDevice is an open simulated device with the runner's programs loaded.
@@ -178,22 +117,22 @@ type simProgram struct {
 	traceOuts []*ttnn.Tensor
 }
 
-// openSim opens the device with c's options (in process: the submesh of c.opts.DeviceIDs in
+// openSim opens the device with c's options (in process: the submesh of c.Opts.DeviceIDs in
 // the shared parent mesh), loads the programs (compiled for the opened mesh), runs each once,
 // and captures the traced one. Errors name the step; device loss and dispatch timeouts come
 // wrapped in runners.ErrDeviceLost.
-func openSim(ctx context.Context, c *simConfig) (_ *simDevice, err error) {
+func openSim(ctx context.Context, c *Config) (_ *simDevice, err error) {
 	if err := ttnn.Init("sim"); err != nil {
 		return nil, fmt.Errorf("simulator: %w", err)
 	}
 	what := "device"
-	if c.shared {
-		what = fmt.Sprintf("submesh of chips %v in the shared parent mesh", c.opts.DeviceIDs)
+	if c.Shared {
+		what = fmt.Sprintf("submesh of chips %v in the shared parent mesh", c.Opts.DeviceIDs)
 	}
-	dev, err := ttnn.Open(ctx, c.opts)
+	dev, err := ttnn.Open(ctx, c.Opts)
 	if err != nil {
 		return nil, fmt.Errorf("open %s (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
-			what, c.opts.Mesh, c.opts.L1SmallSize, c.opts.TraceRegionSize, c.opts.CommandQueues, deviceErr(err))
+			what, c.Opts.Mesh, c.Opts.L1SmallSize, c.Opts.TraceRegionSize, c.Opts.CommandQueues, DeviceErr(err))
 	}
 	d := &simDevice{dev: dev, progs: map[string]*simProgram{}}
 	defer func() {
@@ -205,7 +144,7 @@ func openSim(ctx context.Context, c *simConfig) (_ *simDevice, err error) {
 		return nil, fmt.Errorf("program directory: %w", err)
 	}
 	mesh := dev.Info().Mesh
-	for _, name := range c.programs {
+	for _, name := range c.Programs {
 		p, err := d.load(ctx, name, mesh)
 		if err != nil {
 			return nil, err
@@ -216,9 +155,9 @@ func openSim(ctx context.Context, c *simConfig) (_ *simDevice, err error) {
 			return nil, fmt.Errorf("compile run of %s: %w", name, err)
 		}
 	}
-	if c.traced != "" {
-		if err := d.capture(ctx, d.progs[c.traced]); err != nil {
-			return nil, fmt.Errorf("capture trace of %s (trace_region_size %d): %w", c.traced, c.opts.TraceRegionSize, err)
+	if c.Traced != "" {
+		if err := d.capture(ctx, d.progs[c.Traced]); err != nil {
+			return nil, fmt.Errorf("capture trace of %s (trace_region_size %d): %w", c.Traced, c.Opts.TraceRegionSize, err)
 		}
 	}
 	return d, nil
@@ -242,7 +181,7 @@ func (d *simDevice) load(ctx context.Context, name string, mesh ttnn.MeshShape) 
 	}
 	prog, err := d.dev.LoadProgram(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("load program %s: %w", name, deviceErr(err))
+		return nil, fmt.Errorf("load program %s: %w", name, DeviceErr(err))
 	}
 	fns := prog.Functions()
 	if len(fns) == 0 {
@@ -252,7 +191,7 @@ func (d *simDevice) load(ctx context.Context, name string, mesh ttnn.MeshShape) 
 	for _, in := range fns[0].Inputs {
 		t, err := d.dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
 		if err != nil {
-			return nil, fmt.Errorf("allocate %s input %s: %w", name, in, deviceErr(err))
+			return nil, fmt.Errorf("allocate %s input %s: %w", name, in, DeviceErr(err))
 		}
 		p.inputs = append(p.inputs, t)
 	}
@@ -264,13 +203,13 @@ func (d *simDevice) runOnce(ctx context.Context, p *simProgram) error {
 	for _, o := range outs {
 		_ = o.Free()
 	}
-	return deviceErr(err)
+	return DeviceErr(err)
 }
 
 func (d *simDevice) capture(ctx context.Context, p *simProgram) error {
 	tr, err := d.dev.BeginTrace(ctx, 0)
 	if err != nil {
-		return deviceErr(err)
+		return DeviceErr(err)
 	}
 	outs, err := p.prog.Run(ctx, 0, p.fn, p.inputs...)
 	if endErr := tr.End(ctx); err == nil {
@@ -281,7 +220,7 @@ func (d *simDevice) capture(ctx context.Context, p *simProgram) error {
 		for _, o := range outs {
 			_ = o.Free()
 		}
-		return deviceErr(err)
+		return DeviceErr(err)
 	}
 	p.trace, p.traceOuts = tr, outs
 	return nil
@@ -301,7 +240,7 @@ func (d *simDevice) run(ctx context.Context, name string) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if p.trace != nil {
-		return deviceErr(p.trace.Replay(ctx, true))
+		return DeviceErr(p.trace.Replay(ctx, true))
 	}
 	return d.runOnce(ctx, p)
 }
@@ -335,29 +274,30 @@ func (d *simDevice) close() error {
 	return nil
 }
 
-// deviceErr marks a lost device and a dispatch timeout (which poisons the device) as
+// DeviceErr marks a lost device and a dispatch timeout (which poisons the device) as
 // runners.ErrDeviceLost, so the worker is restarted after a device reset.
-func deviceErr(err error) error {
+func DeviceErr(err error) error {
 	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
 		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
 	}
 	return err
 }
 
-// stepper is what the runners spend device time with: the simulated device (its own in a
+// Stepper is what the simulated runners spend device time with: the simulated device (its own in a
 // worker process, a submesh of the shared parent in process), or Go sleeps of the MOCK_*
 // latencies when no device is available (in process without a shared parent).
-type stepper struct {
-	cfg *simConfig
+type Stepper struct {
+	// Cfg is the device configuration (ConfigFor); nil: no device, time is Go sleeps.
+	Cfg *Config
 	dev *simDevice
 }
 
-// open opens the device when the runner has a device configuration and a device is available.
-func (s *stepper) open(ctx context.Context) error {
-	if s.cfg == nil || s.dev != nil || (s.cfg.shared && ttnn.SharedParent() == nil) {
+// Open opens the device when the runner has a device configuration and a device is available.
+func (s *Stepper) Open(ctx context.Context) error {
+	if s.Cfg == nil || s.dev != nil || (s.Cfg.Shared && ttnn.SharedParent() == nil) {
 		return nil
 	}
-	dev, err := openSim(ctx, s.cfg)
+	dev, err := openSim(ctx, s.Cfg)
 	if err != nil {
 		return err
 	}
@@ -365,14 +305,22 @@ func (s *stepper) open(ctx context.Context) error {
 	return nil
 }
 
-// onDevice reports whether device time comes from the simulator.
-func (s *stepper) onDevice() bool { return s.dev != nil }
+// OnDevice reports whether device time comes from the simulator.
+func (s *Stepper) OnDevice() bool { return s.dev != nil }
 
-// run executes program n times on the device, checking ctx between runs; without a device it
-// sleeps fallback instead.
-func (s *stepper) run(ctx context.Context, program string, n int, fallback time.Duration) error {
+// Info describes the open device; ok is false without one.
+func (s *Stepper) Info() (info ttnn.DeviceInfo, ok bool) {
 	if s.dev == nil {
-		return sleep(ctx, fallback)
+		return ttnn.DeviceInfo{}, false
+	}
+	return s.dev.dev.Info(), true
+}
+
+// Run executes program n times on the device, checking ctx between runs; without a device it
+// sleeps fallback instead.
+func (s *Stepper) Run(ctx context.Context, program string, n int, fallback time.Duration) error {
+	if s.dev == nil {
+		return Sleep(ctx, fallback)
 	}
 	for range n {
 		if err := ctx.Err(); err != nil {
@@ -385,7 +333,8 @@ func (s *stepper) run(ctx context.Context, program string, n int, fallback time.
 	return nil
 }
 
-func (s *stepper) close() error {
+// Close closes the device; it is idempotent.
+func (s *Stepper) Close() error {
 	if s.dev == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package mock
+package resnet
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/imagenet"
-	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -83,13 +83,13 @@ func classifyOne(t *testing.T, r runners.Runner, req *runners.CNNRequest) *runne
 // same image always gets the same answer, different images get different ones, and the answer
 // is the pipeline's (preprocess, simulated device, postprocess) computed by hand.
 func TestCNNDeterministicAndImageDependent(t *testing.T) {
-	r := NewCNN(RunnerResNet, Latency{})
+	r := NewSim(runners.RunnerResNet, simdev.Latency{})
 	imgs := testImages()
 	top1 := map[string]bool{}
 	labels := imagenet.Labels()
 	for name, img := range imgs {
 		a := classifyOne(t, r, &runners.CNNRequest{Image: img, TopK: 5})
-		b := classifyOne(t, NewCNN(RunnerVoVNet, Latency{}), &runners.CNNRequest{Image: img, TopK: 5})
+		b := classifyOne(t, NewSim(runners.RunnerVoVNet, simdev.Latency{}), &runners.CNNRequest{Image: img, TopK: 5})
 		require.Equal(t, a, b, name)
 		require.Len(t, a.Top, 5)
 		best := a.Top[0]
@@ -101,13 +101,13 @@ func TestCNNDeterministicAndImageDependent(t *testing.T) {
 	require.Len(t, top1, len(imgs), "different images, different labels: %v", top1)
 
 	// By hand: the device's logits for the preprocessed image, then softmax top-k.
-	dev, err := resnet.NewFakeDevice(0)
+	dev, err := NewFakeDevice(0)
 	require.NoError(t, err)
-	batch := make([]float32, dev.BatchSize()*resnet.ImageElems)
-	require.NoError(t, resnet.PreprocessInto(batch, imgs["sky"], resnet.PILBilinear))
+	batch := make([]float32, dev.BatchSize()*ImageElems)
+	require.NoError(t, PreprocessInto(batch, imgs["sky"], PILBilinear))
 	logits, err := dev.Run(context.Background(), batch, 1)
 	require.NoError(t, err)
-	want, err := resnet.Postprocess(logits, 3, 0)
+	want, err := Postprocess(logits, 3, 0)
 	require.NoError(t, err)
 	require.Equal(t, &want, classifyOne(t, r, &runners.CNNRequest{Image: imgs["sky"], TopK: 3}))
 
@@ -123,7 +123,7 @@ func TestCNNDeterministicAndImageDependent(t *testing.T) {
 }
 
 func TestCNNTopKAndMinConfidence(t *testing.T) {
-	r := NewCNN(RunnerMobileNetV2, Latency{})
+	r := NewSim(runners.RunnerMobileNetV2, simdev.Latency{})
 	img := testImages()["gradient"]
 	all := classifyOne(t, r, &runners.CNNRequest{Image: img, TopK: 2000})
 	require.Len(t, all.Top, 1000)
@@ -168,7 +168,7 @@ func TestCNNTopKAndMinConfidence(t *testing.T) {
 func TestCNNErrorsLatencyAndLifecycle(t *testing.T) {
 	const perImage = 2 * time.Millisecond
 	batchTime := 16 * perImage
-	r := NewCNN(RunnerResNet, Latency{Warmup: 10 * time.Millisecond, PerImage: perImage})
+	r := NewSim(runners.RunnerResNet, simdev.Latency{Warmup: 10 * time.Millisecond, PerImage: perImage})
 	start := time.Now()
 	require.NoError(t, r.Warmup(context.Background()))
 	require.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond+batchTime, "load, then one warm-up batch")
@@ -211,9 +211,9 @@ func TestCNNErrorsLatencyAndLifecycle(t *testing.T) {
 
 	require.NoError(t, r.Close())
 	require.NoError(t, r.Close())
-	require.ErrorIs(t, r.Warmup(context.Background()), resnet.ErrClosed)
+	require.ErrorIs(t, r.Warmup(context.Background()), ErrClosed)
 	got := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.CNNRequest{Image: solid(8, 8, 1, 2, 3)}}})
-	require.ErrorIs(t, got[0].Err, resnet.ErrClosed)
+	require.ErrorIs(t, got[0].Err, ErrClosed)
 }
 
 // TestCNNFactory: the registry's CNN entries build the ResNet-50 pipeline at the device batch
@@ -221,32 +221,39 @@ func TestCNNErrorsLatencyAndLifecycle(t *testing.T) {
 func TestCNNFactory(t *testing.T) {
 	reg := runners.NewRegistry()
 	Register(reg)
-	for _, name := range []string{RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerYOLOv4} {
+	processSettings := func(mod func(*config.Settings)) *config.Settings {
+		s := &config.Settings{WorkerIsolation: config.IsolationProcess, MockImageLatency: time.Millisecond}
+		if mod != nil {
+			mod(s)
+		}
+		return s
+	}
+	for _, name := range []string{runners.RunnerResNet, runners.RunnerVoVNet, runners.RunnerMobileNetV2, runners.RunnerYOLOv4} {
 		r, err := reg.New(name, runners.WorkerSpec{Settings: &config.Settings{}})
 		require.NoError(t, err)
 		c, ok := r.(*cnnRunner)
 		require.True(t, ok, "%s is %T", name, r)
-		require.Equal(t, resnet.DefaultBatchSize, c.BatchSize())
+		require.Equal(t, DefaultBatchSize, c.BatchSize())
 		require.Nil(t, c.sim, "in process: the Go twin")
 	}
-	r, err := reg.New(RunnerResNet, runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 2}, Settings: processSettings(nil)})
+	r, err := reg.New(runners.RunnerResNet, runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 2}, Settings: processSettings(nil)})
 	require.NoError(t, err)
 	c := r.(*cnnRunner)
 	require.NotNil(t, c.sim)
 	opts := c.sim.Options()
 	require.Equal(t, ttnn.MeshShape{Rows: 1, Cols: 2}, opts.Mesh)
-	require.Equal(t, uint64(resnet.L1SmallSize), opts.L1SmallSize)
-	require.Equal(t, uint64(resnet.TraceRegionSize), opts.TraceRegionSize)
-	require.Equal(t, resnet.CommandQueues, opts.CommandQueues)
+	require.Equal(t, uint64(L1SmallSize), opts.L1SmallSize)
+	require.Equal(t, uint64(TraceRegionSize), opts.TraceRegionSize)
+	require.Equal(t, CommandQueues, opts.CommandQueues)
 	require.Equal(t, ttnn.DispatchEth, opts.Dispatch)
 
-	r, err = reg.New(RunnerResNet, runners.WorkerSpec{Settings: processSettings(func(s *config.Settings) { s.TraceRegionSize = 5000 })})
+	r, err = reg.New(runners.RunnerResNet, runners.WorkerSpec{Settings: processSettings(func(s *config.Settings) { s.TraceRegionSize, s.TraceRegionSizeSet = 5000, true })})
 	require.NoError(t, err)
 	require.Equal(t, uint64(5000), r.(*cnnRunner).sim.Options().TraceRegionSize, "TRACE_REGION_SIZE overrides")
 }
 
 func TestFailedRunner(t *testing.T) {
-	f := &failedRunner{err: errors.New("broken")}
+	f := &simdev.FailedRunner{Err: errors.New("broken")}
 	require.ErrorContains(t, f.Warmup(context.Background()), "broken")
 	out := f.Run(context.Background(), make([]runners.Task, 2))
 	require.Len(t, out, 2)
@@ -255,7 +262,7 @@ func TestFailedRunner(t *testing.T) {
 }
 
 func BenchmarkCNNClassify(b *testing.B) {
-	r := NewCNN(RunnerResNet, Latency{})
+	r := NewSim(runners.RunnerResNet, simdev.Latency{})
 	img := testImages()["gradient"]
 	tasks := []runners.Task{{Ctx: context.Background(), Request: &runners.CNNRequest{Image: img}}}
 	for b.Loop() {

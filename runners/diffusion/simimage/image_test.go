@@ -1,4 +1,4 @@
-package mock
+package simimage
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -46,9 +47,9 @@ func baseRequest() *runners.ImageRequest {
 }
 
 func TestImageSizeAndDeterminism(t *testing.T) {
-	for _, model := range []string{RunnerSDXL, RunnerSD35} {
+	for _, model := range []string{runners.RunnerSDXL, runners.RunnerSD35} {
 		t.Run(model, func(t *testing.T) {
-			r := NewImage(model, 200, Latency{})
+			r := New(model, 200, simdev.Latency{})
 			a := gen(t, r, baseRequest())
 			require.Equal(t, image.Rect(0, 0, 200, 200), a.Bounds())
 			opaque := true
@@ -57,13 +58,13 @@ func TestImageSizeAndDeterminism(t *testing.T) {
 			}
 			require.True(t, opaque)
 			// Identical request, fresh runner: identical bytes.
-			b := gen(t, NewImage(model, 200, Latency{}), baseRequest())
+			b := gen(t, New(model, 200, simdev.Latency{}), baseRequest())
 			require.Equal(t, a.Pix, b.Pix)
 		})
 	}
-	r := NewImage(RunnerSDXL, 0, Latency{})
+	r := New(runners.RunnerSDXL, 0, simdev.Latency{})
 	require.Equal(t, 1024, gen(t, r, baseRequest()).Bounds().Dx(), "size 0 means the model's 1024")
-	require.Equal(t, 96, gen(t, NewImage(RunnerSDXL, 96, Latency{}), baseRequest()).Bounds().Dx())
+	require.Equal(t, 96, gen(t, New(runners.RunnerSDXL, 96, simdev.Latency{}), baseRequest()).Bounds().Dx())
 }
 
 func TestImageDependsOnRequest(t *testing.T) {
@@ -74,24 +75,24 @@ func TestImageDependsOnRequest(t *testing.T) {
 		change  func(r *runners.ImageRequest)
 		visible bool // a change in the whole picture, not only its grain
 	}{
-		{RunnerSDXL, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
-		{RunnerSDXL, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
-		{RunnerSDXL, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
-		{RunnerSDXL, "prompt_2", func(r *runners.ImageRequest) { r.Prompt2 = "oil painting" }, true},
-		{RunnerSDXL, "negative prompt_2", func(r *runners.ImageRequest) { r.NegativePrompt2 = "text" }, true},
-		{RunnerSDXL, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 30 }, false},
-		{RunnerSDXL, "guidance", func(r *runners.ImageRequest) { r.GuidanceScale = 12 }, true},
-		{RunnerSDXL, "guidance rescale", func(r *runners.ImageRequest) { r.GuidanceRescale = 0.7 }, false},
-		{RunnerSDXL, "crop", func(r *runners.ImageRequest) { r.CropCoordsTopLeft = [2]float64{0, 64} }, false},
-		{RunnerSDXL, "timesteps", func(r *runners.ImageRequest) { r.Timesteps = []float64{999, 500, 1} }, false},
-		{RunnerSD35, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
-		{RunnerSD35, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
-		{RunnerSD35, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
-		{RunnerSD35, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 28 }, false},
+		{runners.RunnerSDXL, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
+		{runners.RunnerSDXL, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
+		{runners.RunnerSDXL, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
+		{runners.RunnerSDXL, "prompt_2", func(r *runners.ImageRequest) { r.Prompt2 = "oil painting" }, true},
+		{runners.RunnerSDXL, "negative prompt_2", func(r *runners.ImageRequest) { r.NegativePrompt2 = "text" }, true},
+		{runners.RunnerSDXL, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 30 }, false},
+		{runners.RunnerSDXL, "guidance", func(r *runners.ImageRequest) { r.GuidanceScale = 12 }, true},
+		{runners.RunnerSDXL, "guidance rescale", func(r *runners.ImageRequest) { r.GuidanceRescale = 0.7 }, false},
+		{runners.RunnerSDXL, "crop", func(r *runners.ImageRequest) { r.CropCoordsTopLeft = [2]float64{0, 64} }, false},
+		{runners.RunnerSDXL, "timesteps", func(r *runners.ImageRequest) { r.Timesteps = []float64{999, 500, 1} }, false},
+		{runners.RunnerSD35, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
+		{runners.RunnerSD35, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
+		{runners.RunnerSD35, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
+		{runners.RunnerSD35, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 28 }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.name, func(t *testing.T) {
-			r := NewImage(tc.model, size, Latency{})
+			r := New(tc.model, size, simdev.Latency{})
 			base := gen(t, r, baseRequest())
 			req := baseRequest()
 			tc.change(req)
@@ -105,7 +106,7 @@ func TestImageDependsOnRequest(t *testing.T) {
 }
 
 func TestImageModelQuirks(t *testing.T) {
-	sd35 := NewImage(RunnerSD35, 64, Latency{})
+	sd35 := New(runners.RunnerSD35, 64, simdev.Latency{})
 	base := gen(t, sd35, baseRequest())
 
 	t.Run("SD3.5 ignores guidance, prompt_2 and custom schedules", func(t *testing.T) {
@@ -124,21 +125,21 @@ func TestImageModelQuirks(t *testing.T) {
 		require.Equal(t, gen(t, sd35, zero).Pix, gen(t, sd35, nilSeed).Pix)
 	})
 	t.Run("SDXL draws a random seed when none is given", func(t *testing.T) {
-		sdxl := NewImage(RunnerSDXL, 64, Latency{})
+		sdxl := New(runners.RunnerSDXL, 64, simdev.Latency{})
 		req := baseRequest()
 		req.Seed = nil
 		require.NotEqual(t, gen(t, sdxl, req).Pix, gen(t, sdxl, req).Pix)
 	})
 	t.Run("default steps", func(t *testing.T) {
-		for _, model := range []string{RunnerSDXL, RunnerSD35} {
-			r := NewImage(model, 64, Latency{})
+		for _, model := range []string{runners.RunnerSDXL, runners.RunnerSD35} {
+			r := New(model, 64, simdev.Latency{})
 			explicit, unset := baseRequest(), baseRequest()
 			unset.NumInferenceSteps = 0
 			require.Equal(t, gen(t, r, explicit).Pix, gen(t, r, unset).Pix, model)
 		}
 	})
 	t.Run("SDXL custom timesteps set the step count", func(t *testing.T) {
-		r := NewImage(RunnerSDXL, 32, Latency{PerStep: 10 * time.Millisecond})
+		r := New(runners.RunnerSDXL, 32, simdev.Latency{PerStep: 10 * time.Millisecond})
 		req := baseRequest()
 		req.NumInferenceSteps = 1
 		req.Timesteps = []float64{999, 750, 500, 250, 1}
@@ -149,7 +150,7 @@ func TestImageModelQuirks(t *testing.T) {
 }
 
 func TestImageBothSchedules(t *testing.T) {
-	r := NewImage(RunnerSDXL, 64, Latency{PerStep: time.Hour})
+	r := New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: time.Hour})
 	req := baseRequest()
 	req.Timesteps = []float64{}
 	req.Sigmas = []float64{1.0}
@@ -160,9 +161,9 @@ func TestImageBothSchedules(t *testing.T) {
 }
 
 func TestImageCancellation(t *testing.T) {
-	lat := Latency{PerStep: 20 * time.Millisecond}
+	lat := simdev.Latency{PerStep: 20 * time.Millisecond}
 	t.Run("mid-steps", func(t *testing.T) {
-		r := NewImage(RunnerSDXL, 64, lat)
+		r := New(runners.RunnerSDXL, 64, lat)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(50*time.Millisecond, cancel)
 		start := time.Now()
@@ -172,14 +173,14 @@ func TestImageCancellation(t *testing.T) {
 		require.ErrorContains(t, out[0].Err, "step")
 	})
 	t.Run("deadline", func(t *testing.T) {
-		r := NewImage(RunnerSD35, 64, lat)
+		r := New(runners.RunnerSD35, 64, lat)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer cancel()
 		out := r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: baseRequest()}})
 		require.ErrorIs(t, out[0].Err, context.DeadlineExceeded)
 	})
 	t.Run("latency is steps times PerStep", func(t *testing.T) {
-		r := NewImage(RunnerSDXL, 64, Latency{PerStep: 5 * time.Millisecond})
+		r := New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: 5 * time.Millisecond})
 		req := baseRequest()
 		req.NumInferenceSteps = 8
 		start := time.Now()
@@ -190,7 +191,7 @@ func TestImageCancellation(t *testing.T) {
 
 func TestImageBatch(t *testing.T) {
 	const size = 48
-	r := NewImage(RunnerSDXL, size, Latency{PerStep: 5 * time.Millisecond})
+	r := New(runners.RunnerSDXL, size, simdev.Latency{PerStep: 5 * time.Millisecond})
 	prompts := []string{"red", "green", "blue", "yellow", "cyan"}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -210,7 +211,7 @@ func TestImageBatch(t *testing.T) {
 	require.ErrorIs(t, out[1].Err, context.Canceled)
 	require.ErrorIs(t, out[3].Err, context.Canceled)
 	require.ErrorContains(t, out[5].Err, "string")
-	single := NewImage(RunnerSDXL, size, Latency{})
+	single := New(runners.RunnerSDXL, size, simdev.Latency{})
 	for _, i := range []int{0, 2, 4} {
 		require.NoError(t, out[i].Err, "task %d", i)
 		got := out[i].Value.(*runners.ImageResult).Images[0].(*image.RGBA)
@@ -228,27 +229,27 @@ func TestImageBatch(t *testing.T) {
 }
 
 func TestImageLifecycle(t *testing.T) {
-	r := NewImage(RunnerSDXL, 32, Latency{Warmup: 30 * time.Millisecond, PerStep: time.Millisecond})
+	r := New(runners.RunnerSDXL, 32, simdev.Latency{Warmup: 30 * time.Millisecond, PerStep: time.Millisecond})
 	start := time.Now()
 	require.NoError(t, r.Warmup(context.Background()))
 	require.GreaterOrEqual(t, time.Since(start), 31*time.Millisecond)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.ErrorIs(t, NewImage(RunnerSD35, 32, Latency{Warmup: time.Hour}).Warmup(ctx), context.Canceled)
+	require.ErrorIs(t, New(runners.RunnerSD35, 32, simdev.Latency{Warmup: time.Hour}).Warmup(ctx), context.Canceled)
 
 	require.NoError(t, r.Close())
 	require.NoError(t, r.Close())
-	require.ErrorIs(t, r.Warmup(context.Background()), ErrClosed)
+	require.ErrorIs(t, r.Warmup(context.Background()), simdev.ErrClosed)
 	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: baseRequest()}, {Ctx: context.Background(), Request: baseRequest()}})
 	require.Len(t, out, 2)
 	for _, o := range out {
-		require.True(t, errors.Is(o.Err, ErrClosed))
+		require.True(t, errors.Is(o.Err, simdev.ErrClosed))
 	}
 }
 
 func BenchmarkImageRender1024(b *testing.B) {
-	r := newImage(RunnerSDXL, 1024, Latency{})
+	r := newImage(runners.RunnerSDXL, 1024, simdev.Latency{})
 	p := r.params(baseRequest())
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,8 @@
-package mock
+// Package simaudio is the Whisper family's simulated runner (MODEL_RUNNER=tt-whisper without
+// model files, and MODEL_RUNNER=mock with MODEL_SERVICE=audio): instead of words it states
+// what it measured of each piece of audio, and it spends the real model's device time on the
+// simulated device (runners/simdev): the encoder once per 30 s window, then the decoder steps.
+package simaudio
 
 import (
 	"context"
@@ -9,6 +13,17 @@ import (
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+// The device programs of the simulated Whisper and their shape: one encoder run per window of
+// audio, and decoder steps per second of audio (speech is ~2-3 tokens/s).
+const (
+	progEncoder       = "whisper-encoder"
+	progDecoder       = "whisper-decoder-step"
+	whisperWindow     = 30.0
+	tokensPerAudioSec = 3.0
 )
 
 // speaker is the one speaker the mock diarization finds.
@@ -16,28 +31,39 @@ const speaker = "SPEAKER_00"
 
 // audioRunner is the mock Whisper device.
 type audioRunner struct {
-	lat Latency
+	lat simdev.Latency
 	// dev is the simulated device in a worker process; without one, time is Go sleeps.
-	dev    stepper
+	dev    simdev.Stepper
 	closed atomic.Bool
 }
 
-// NewAudio returns the mock Whisper (tt-whisper) runner. Instead of words it transcribes each
+// New returns the simulated Whisper (tt-whisper) runner. Instead of words it transcribes each
 // piece of audio (each VAD segment, or the whole audio without pre-processing) as a plain
 // statement of what it measured, e.g. "[simulated transcription: 2.41 s of speech, peak
 // -3.1 dBFS, RMS -17.9 dBFS]". It takes PerAudioSec per second of audio, paced across the
 // pieces (and across the words when streaming).
-func NewAudio(lat Latency) runners.Runner { return &audioRunner{lat: lat} }
+func New(lat simdev.Latency) runners.Runner { return &audioRunner{lat: lat} }
+
+// Factory is the registry factory of the simulated Whisper: MOCK_* latencies, and the
+// simulated device of the worker (simdev.ConfigFor).
+func Factory(spec runners.WorkerSpec) (runners.Runner, error) {
+	r := &audioRunner{lat: simdev.LatencyFrom(spec.Settings)}
+	r.dev.Cfg = simdev.ConfigFor(runners.RunnerWhisper, spec)
+	return r, nil
+}
+
+// DeviceInfo describes the runner's simulated device; ok is false when its time is Go sleeps.
+func (r *audioRunner) DeviceInfo() (ttnn.DeviceInfo, bool) { return r.dev.Info() }
 
 // Warmup simulates loading the model, then transcribes 1 s of silence as the Python runner does.
 func (r *audioRunner) Warmup(ctx context.Context) error {
 	if r.closed.Load() {
-		return ErrClosed
+		return simdev.ErrClosed
 	}
-	if err := sleep(ctx, r.lat.Warmup); err != nil {
+	if err := simdev.Sleep(ctx, r.lat.Warmup); err != nil {
 		return fmt.Errorf("whisper warm-up: %w", err)
 	}
-	if err := r.dev.open(ctx); err != nil {
+	if err := r.dev.Open(ctx); err != nil {
 		return fmt.Errorf("whisper warm-up: %w", err)
 	}
 	req := &runners.AudioRequest{Samples: make([]float32, 16000), SampleRate: 16000, Duration: 1}
@@ -50,9 +76,9 @@ func (r *audioRunner) Warmup(ctx context.Context) error {
 // Run transcribes each task's audio.
 func (r *audioRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
 	if r.closed.Load() {
-		return closedOutcomes(len(tasks))
+		return simdev.ClosedOutcomes(len(tasks))
 	}
-	return runBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
+	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
 		req, ok := t.Request.(*runners.AudioRequest)
 		if !ok || req == nil {
 			return nil, fmt.Errorf("whisper: request is %T, not *runners.AudioRequest", t.Request)
@@ -64,7 +90,7 @@ func (r *audioRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 // Close marks the runner closed and closes its device; it is idempotent.
 func (r *audioRunner) Close() error {
 	r.closed.Store(true)
-	return r.dev.close()
+	return r.dev.Close()
 }
 
 // transcribe produces the result, streaming word chunks through emit when it is not nil.
@@ -102,18 +128,18 @@ func (r *audioRunner) transcribe(ctx context.Context, req *runners.AudioRequest,
 		// On the device: the encoder once per 30 s window, then the decoder steps.
 		length := math.Max(0, s.End-s.Start)
 		steps := max(1, int(math.Round(tokensPerAudioSec*length)))
-		if err := r.dev.run(ctx, progEncoder, max(1, int(math.Ceil(length/whisperWindow))), 0); err != nil {
+		if err := r.dev.Run(ctx, progEncoder, max(1, int(math.Ceil(length/whisperWindow))), 0); err != nil {
 			return nil, fmt.Errorf("whisper: encoder, piece %d of %d: %w", i+1, len(pieces), err)
 		}
 		if emit == nil {
-			if err := r.dev.run(ctx, progDecoder, steps, share); err != nil {
+			if err := r.dev.Run(ctx, progDecoder, steps, share); err != nil {
 				return nil, fmt.Errorf("whisper: decoding piece %d of %d: %w", i+1, len(pieces), err)
 			}
 		} else {
 			words := strings.Fields(text)
 			for w, word := range words {
 				n := steps*(w+1)/len(words) - steps*w/len(words)
-				if err := r.dev.run(ctx, progDecoder, n, share/time.Duration(len(words))); err != nil {
+				if err := r.dev.Run(ctx, progDecoder, n, share/time.Duration(len(words))); err != nil {
 					return nil, fmt.Errorf("whisper: decoding after %d chunks: %w", chunkID, err)
 				}
 				if w == 0 && diarized {

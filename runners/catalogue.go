@@ -1,0 +1,170 @@
+package runners
+
+import (
+	"strings"
+	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+)
+
+// MODEL_RUNNER names of the Python server.
+const (
+	RunnerSDXL        = "tt-sdxl-trace"
+	RunnerSD35        = "tt-sd3.5"
+	RunnerWhisper     = "tt-whisper"
+	RunnerResNet      = "tt-xla-resnet"
+	RunnerVoVNet      = "tt-xla-vovnet"
+	RunnerMobileNetV2 = "tt-xla-mobilenetv2"
+	RunnerYOLOv4      = "tt-yolov4"
+	// RunnerMock serves the API family named by MODEL_SERVICE (SDXL, Whisper or ResNet-50) with
+	// that family's simulated runner.
+	RunnerMock = "mock"
+)
+
+// Model is everything the server knows about one MODEL_RUNNER: the catalogue below is the
+// only place these facts live. The factories are attached by the model's family (Register).
+type Model struct {
+	Name    string
+	Service Service
+	// Device is how the model's Python runner opens its device.
+	Device Device
+	// Sim is how the simulated device keeps the model's time.
+	Sim Simulation
+	// Programs is the model's device-program contract: the programs it loads, by name
+	// (ttnn/programs/<name>.ttbsim on the simulator). Their tensor signatures, which both
+	// backends check a loaded program against, belong here too.
+	Programs []Program
+}
+
+// Device holds a model's device open options (tt-metal model demos and the Python server's
+// runners; ttnn-notes §2.4), apart from the mesh, which comes from the settings.
+type Device struct {
+	L1SmallSize uint64
+	// TraceRegionSize is the model's own trace region; TRACE_REGION_SIZE replaces it when set.
+	TraceRegionSize uint64
+	CommandQueues   int
+	// Fabric1D: the model opens a multi-chip mesh with FABRIC_1D.
+	Fabric1D bool
+}
+
+// Program is one device program of a model's contract.
+type Program struct {
+	Name string
+}
+
+// Simulation is how simulated device time maps onto the MOCK_* latency settings: the
+// simulator runs each program with its manifest's own latency, scaled so that one unit of
+// work (a denoising step, a second of audio, an image) takes the MOCK_* setting.
+type Simulation struct {
+	// Programs are the simulated fallback's programs, loaded and run once at warm-up;
+	// Traced, one of them, is captured in a trace and replayed after.
+	Programs []string
+	Traced   string
+	// UnitSeconds is the fallback programs' own device time per unit of work.
+	UnitSeconds float64
+	// PipelineUnitSeconds is the real host pipeline's programs' own device time per unit of
+	// work (0: the same as UnitSeconds).
+	PipelineUnitSeconds float64
+}
+
+// Unscaled simulator latencies of the programs (the ttnn/programs manifests').
+const (
+	sdxlUNetStep      = 190.3e-3 // s per sdxl-unet step
+	sd35DenoiserStep  = 625e-3   // s per SD3.5 denoiser step (the pipeline's manifest)
+	whisperEncoder    = 153.5e-3 // s per whisper-encoder window
+	whisperDecoder    = 9.524e-3 // s per whisper-decoder-step
+	whisperWindow     = 30.0     // s of audio per encoder window
+	tokensPerAudioSec = 3.0      // decoder steps per second of audio (speech is ~2-3 tokens/s)
+	resnetBatch       = 3.404e-3 // s per resnet50 batch
+)
+
+var (
+	imageSim = Simulation{Programs: []string{"sdxl-unet", "sdxl-vae"}, Traced: "sdxl-unet", UnitSeconds: sdxlUNetStep}
+	cnnModel = func(name string) Model {
+		return Model{Name: name, Service: ServiceCNN,
+			Device:   Device{L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2},
+			Sim:      Simulation{Programs: []string{"resnet50"}, Traced: "resnet50", UnitSeconds: resnetBatch},
+			Programs: []Program{{Name: "resnet50"}}}
+	}
+)
+
+// catalogue lists every MODEL_RUNNER of the Python server.
+var catalogue = []Model{
+	{Name: RunnerSDXL, Service: ServiceImage,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
+		Sim:    imageSim, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}}},
+	{Name: RunnerSD35, Service: ServiceImage,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
+		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,
+			PipelineUnitSeconds: sd35DenoiserStep}},
+	{Name: RunnerWhisper, Service: ServiceAudio,
+		Device: Device{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
+		Sim: Simulation{Programs: []string{"whisper-encoder", "whisper-decoder-step"}, Traced: "whisper-decoder-step",
+			UnitSeconds: whisperEncoder/whisperWindow + tokensPerAudioSec*whisperDecoder},
+		Programs: []Program{{Name: "whisper-encoder"}, {Name: "whisper-decoder-step"}}},
+	cnnModel(RunnerResNet),
+	cnnModel(RunnerVoVNet),
+	cnnModel(RunnerMobileNetV2),
+	cnnModel(RunnerYOLOv4),
+}
+
+// serviceDefault is the model MODEL_RUNNER=mock runs for each service.
+var serviceDefault = map[Service]string{ServiceImage: RunnerSDXL, ServiceAudio: RunnerWhisper, ServiceCNN: RunnerResNet}
+
+// Models lists the catalogue, in the order above.
+func Models() []Model { return append([]Model(nil), catalogue...) }
+
+// Lookup returns the catalogued model of a MODEL_RUNNER name; "mock" is the default model of
+// the settings' MODEL_SERVICE (SDXL, Whisper, ResNet-50). ok is false for any other name.
+func Lookup(name string, s *config.Settings) (Model, bool) {
+	if name == RunnerMock {
+		if s == nil {
+			return Model{}, false
+		}
+		def, ok := serviceDefault[Service(strings.ToLower(s.ModelService))]
+		if !ok {
+			return Model{}, false
+		}
+		name = def
+	}
+	for _, m := range catalogue {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// TraceRegion is the trace region the model opens its device with: TRACE_REGION_SIZE when it
+// was set (to a positive size), else the model's own.
+func (m Model) TraceRegion(s *config.Settings) uint64 {
+	if s != nil && s.TraceRegionSizeSet && s.TraceRegionSize > 0 {
+		return uint64(s.TraceRegionSize)
+	}
+	return m.Device.TraceRegionSize
+}
+
+// MockLatency is the MOCK_* setting of one unit of the model's work: MOCK_STEP_SECONDS per
+// denoising step, MOCK_AUDIO_SECONDS_PER_SECOND per second of audio, MOCK_CNN_SECONDS per image.
+func (m Model) MockLatency(s *config.Settings) time.Duration {
+	if s == nil {
+		return 0
+	}
+	switch m.Service {
+	case ServiceImage:
+		return s.MockStepLatency
+	case ServiceAudio:
+		return s.MockAudioLatency
+	case ServiceCNN:
+		return s.MockImageLatency
+	}
+	return 0
+}
+
+// PipelineUnit is the real pipeline's programs' own time per unit of work.
+func (s Simulation) PipelineUnit() float64 {
+	if s.PipelineUnitSeconds > 0 {
+		return s.PipelineUnitSeconds
+	}
+	return s.UnitSeconds
+}

@@ -1,0 +1,21 @@
+// Package families builds the one registry of every model family: the constructor the server,
+// its device workers and the tests use. Each family registers its catalogued models
+// (runners.Lookup) with a factory that chooses the real host pipeline or the family's simulated
+// runner, and that simulated runner, which MODEL_RUNNER=mock runs.
+package families
+
+import (
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
+	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
+	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
+)
+
+// NewRegistry returns the registry of every MODEL_RUNNER of the catalogue.
+func NewRegistry() *runners.Registry {
+	reg := runners.NewRegistry()
+	diffusionrunner.Register(reg)
+	whisperrunner.Register(reg)
+	resnet.Register(reg)
+	return reg
+}
