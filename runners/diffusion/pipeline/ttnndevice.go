@@ -23,6 +23,25 @@ const (
 	ProgTextEncoder2 = "sdxl-text-encoder-2"
 	ProgUNet         = "sdxl-unet"
 	ProgVAE          = "sdxl-vae"
+	// ProgVAEEncoder is the VAE encoder of image-to-image and inpainting.
+	ProgVAEEncoder = "sdxl-vae-encoder"
+	// ProgInpaintUNet is the 9-channel inpainting UNet of tt-sdxl-edit.
+	ProgInpaintUNet = "sdxl-inpaint-unet"
+	// ProgLoRAFuse folds a LoRA adapter into the weights (optional in a program set).
+	ProgLoRAFuse = "sdxl-lora-fuse"
+)
+
+// Variant is which SDXL pipeline a TTNNDevice serves, so which programs it loads.
+type Variant int
+
+// The three SDXL pipelines.
+const (
+	// TextToImage loads the encoders, the UNet and the VAE decoder.
+	TextToImage Variant = iota
+	// ImageToImage adds the VAE encoder.
+	ImageToImage
+	// Inpaint loads the inpainting UNet instead of the UNet, and the VAE encoder.
+	Inpaint
 )
 
 //go:embed programs/*.ttbsim
@@ -64,6 +83,12 @@ type Stats struct {
 	TraceReplays int
 	// VAEDecodes counts VAE program runs.
 	VAEDecodes int
+	// VAEEncodes counts VAE encoder runs.
+	VAEEncodes int
+	// LoRAFuses counts adapters fused into the weights; LoRAChunks the fuse program's runs.
+	LoRAFuses, LoRAChunks int
+	// WeightRestores counts returns to the base weights (a request without LoRA after one with).
+	WeightRestores int
 }
 
 // program is a loaded program's one function with persistent (retained) inputs.
@@ -100,31 +125,64 @@ func (p *program) output(name string) (int, ttnn.TensorDesc, error) {
 type TTNNDevice struct {
 	progSet
 	enc1, enc2, unet *program
+	encoder, fuse    *program // nil when not loaded
 	spec             Spec
 	batch            int // the programs' batch (2: negative and positive prompt)
 	hid1             int // first encoder's hidden size
 	lastCond         *Cond
+	weights          weightsState
 }
 
-// NewTTNNDevice loads the four programs of set (see Programs), compiled for dev's mesh,
-// checks that their shapes agree, runs each once and captures the UNet trace. dev stays
-// the caller's; Close releases only what NewTTNNDevice made.
-func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNDevice, err error) {
+// NewTTNNDevice loads the text-to-image programs of set (see Programs): NewTTNNDeviceFor with
+// TextToImage.
+func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (*TTNNDevice, error) {
+	return NewTTNNDeviceFor(ctx, dev, set, TextToImage)
+}
+
+// NewTTNNDeviceFor loads the programs of variant v from set, compiled for dev's mesh (and the
+// LoRA fuse program when set has it), checks that their shapes agree, runs each once and
+// captures the UNet trace. dev stays the caller's; Close releases only what it made.
+func NewTTNNDeviceFor(ctx context.Context, dev *ttnn.Device, set fs.FS, v Variant) (_ *TTNNDevice, err error) {
 	d := &TTNNDevice{progSet: progSet{dev: dev}}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
 		}
 	}()
-	if err := d.load(ctx, set, "sdxl-programs-", ProgTextEncoder, ProgTextEncoder2, ProgUNet, ProgVAE); err != nil {
+	unet := ProgUNet
+	if v == Inpaint {
+		unet = ProgInpaintUNet
+	}
+	names := []string{ProgTextEncoder, ProgTextEncoder2, unet, ProgVAE}
+	if v != TextToImage {
+		names = append(names, ProgVAEEncoder)
+	}
+	if _, err := fs.Stat(set, ProgLoRAFuse+".ttbsim"); err == nil {
+		names = append(names, ProgLoRAFuse)
+	}
+	if err := d.load(ctx, set, "sdxl-programs-", names...); err != nil {
 		return nil, err
 	}
 	d.enc1, d.enc2, d.unet, d.vae = d.progs[0], d.progs[1], d.progs[2], d.progs[3]
+	for _, p := range d.progs[4:] {
+		switch p.name {
+		case ProgVAEEncoder:
+			d.encoder = p
+		case ProgLoRAFuse:
+			d.fuse = p
+		}
+	}
 	d.denoiser = d.unet
 	if err := d.checkShapes(); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
+	if v == Inpaint && d.spec.UNetIn() != 2*d.spec.LatentChannels+1 {
+		return nil, fmt.Errorf("pipeline: program %s takes %d channels, not the inpainting UNet's %d", unet, d.spec.UNetIn(), 2*d.spec.LatentChannels+1)
+	}
 	d.latent = d.spec.LatentElems()
+	if err := d.initWeights(ctx); err != nil {
+		return nil, err
+	}
 	if err := d.compileAndCapture(ctx); err != nil {
 		return nil, err
 	}
@@ -211,7 +269,15 @@ func (d *TTNNDevice) checkShapes() error {
 	if len(sample.Shape) != 4 {
 		return fmt.Errorf("program %s: sample %v, want [batch, c, h, w]", d.unet.name, sample.Shape)
 	}
-	c, lh, lw := sample.Shape[1], sample.Shape[2], sample.Shape[3]
+	cin, lh, lw := sample.Shape[1], sample.Shape[2], sample.Shape[3]
+	_, np, err := d.unet.output("noise_pred")
+	if err != nil {
+		return err
+	}
+	if len(np.Shape) != 4 {
+		return fmt.Errorf("program %s: noise_pred %v, want [batch, c, h, w]", d.unet.name, np.Shape)
+	}
+	c := np.Shape[1]
 	_, img, err := d.vae.output("image")
 	if err != nil {
 		return err
@@ -222,6 +288,9 @@ func (d *TTNNDevice) checkShapes() error {
 	d.batch = b
 	d.spec = Spec{LatentChannels: c, LatentHeight: lh, LatentWidth: lw, SeqLen: seq,
 		HiddenSize: d.hid1 + h2.Shape[2], PooledSize: pooled.Shape[1], ImageHeight: img.Shape[2], ImageWidth: img.Shape[3]}
+	if cin != c {
+		d.spec.UNetChannels = cin
+	}
 	s := d.spec
 	checks := []struct {
 		p    *program
@@ -234,7 +303,7 @@ func (d *TTNNDevice) checkShapes() error {
 		{d.enc2, true, "input_ids", ttnn.I32, []int{b, seq}},
 		{d.enc2, false, "hidden_states", ttnn.BF16, []int{b, seq, h2.Shape[2]}},
 		{d.enc2, false, "text_embeds", ttnn.BF16, []int{b, s.PooledSize}},
-		{d.unet, true, "sample", ttnn.BF16, []int{b, c, lh, lw}},
+		{d.unet, true, "sample", ttnn.BF16, []int{b, cin, lh, lw}},
 		{d.unet, true, "timestep", ttnn.F32, []int{1}},
 		{d.unet, true, "encoder_hidden_states", ttnn.BF16, []int{b, seq, s.HiddenSize}},
 		{d.unet, true, "text_embeds", ttnn.BF16, []int{b, s.PooledSize}},
@@ -260,10 +329,36 @@ func (d *TTNNDevice) checkShapes() error {
 			return err
 		}
 	}
-	if len(d.unet.fn.Inputs) != 5 || len(d.vae.fn.Inputs) != 1 || len(d.enc1.fn.Inputs) != 1 || len(d.enc2.fn.Inputs) != 1 {
+	unetIn := 5
+	if _, w, err := d.unet.input("weights"); err == nil {
+		if err := want(d.unet, w, ttnn.U32, weightsWords); err != nil {
+			return err
+		}
+		unetIn++
+	}
+	if len(d.unet.fn.Inputs) != unetIn || len(d.vae.fn.Inputs) != 1 || len(d.enc1.fn.Inputs) != 1 || len(d.enc2.fn.Inputs) != 1 {
 		return errors.New("programs have unexpected extra inputs")
 	}
-	return nil
+	if d.encoder != nil {
+		_, in, err := d.encoder.input("image")
+		if err != nil {
+			return err
+		}
+		if err := want(d.encoder, in, ttnn.BF16, 1, 3, s.ImageHeight, s.ImageWidth); err != nil {
+			return err
+		}
+		_, out, err := d.encoder.output("latent_dist")
+		if err != nil {
+			return err
+		}
+		if err := want(d.encoder, out, ttnn.BF16, 1, 2*c, lh, lw); err != nil {
+			return err
+		}
+		if len(d.encoder.fn.Inputs) != 1 {
+			return errors.New("the VAE encoder has unexpected extra inputs")
+		}
+	}
+	return d.checkFuse()
 }
 
 // Spec implements Device.
