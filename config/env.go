@@ -73,6 +73,7 @@ type rawEnv struct {
 	LogLevel    string `envconfig:"LOG_LEVEL" default:"INFO"`
 	LogFile     string `envconfig:"LOG_FILE"`
 	LogFormat   string `envconfig:"LOG_FORMAT" default:"text"`
+	PprofAddr   string `envconfig:"PPROF_ADDR"`
 	Environment string `envconfig:"ENVIRONMENT" default:"development"`
 
 	ServiceHost   string     `envconfig:"SERVICE_HOST" default:"0.0.0.0"`

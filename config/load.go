@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,6 +137,9 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	if err := checkScalars(s); err != nil {
 		return nil, err
 	}
+	if err := checkPprofAddr(s.PprofAddr); err != nil {
+		return nil, err
+	}
 	weights, err := ParseClientWeights(raw.ClientWeights)
 	if err != nil {
 		return nil, err
@@ -221,6 +225,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 
 		LogLevel:    strings.ToUpper(strings.TrimSpace(r.LogLevel)),
 		LogFile:     r.LogFile,
+		PprofAddr:   strings.TrimSpace(r.PprofAddr),
 		LogFormat:   strings.ToLower(strings.TrimSpace(r.LogFormat)),
 		Environment: r.Environment,
 
@@ -480,4 +485,21 @@ func ParseClientWeights(v string) (map[string]int, error) {
 		out[strings.TrimSpace(part[:i])] = w
 	}
 	return out, nil
+}
+
+// checkPprofAddr accepts an empty PPROF_ADDR (no profiler) or a loopback host:port: the
+// profiler shows the process's internals and must not be reachable from another machine.
+func checkPprofAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalid("PPROF_ADDR", addr, "not host:port (%v)", err)
+	}
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return invalid("PPROF_ADDR", addr, "must be a loopback host:port (127.0.0.1:6061, [::1]:6061 or localhost:6061)")
+	}
+	return nil
 }

@@ -127,6 +127,8 @@ func TestParsing(t *testing.T) {
 		{"DEVICE_MESH_SHAPE", "1x1", func(s *Settings) any { return s.DeviceMeshShape }, MeshShape{1, 1}},
 		{"TRACE_REGION_SIZE", " 1000 ", func(s *Settings) any { return s.TraceRegionSize }, 1000},
 		{"TRACE_REGION_SIZE", "34541598", func(s *Settings) any { return s.TraceRegionSizeSet }, true},
+		{"PPROF_ADDR", "127.0.0.1:6061", func(s *Settings) any { return s.PprofAddr }, "127.0.0.1:6061"},
+		{"PPROF_ADDR", "[::1]:0", func(s *Settings) any { return s.PprofAddr }, "[::1]:0"},
 		{"RESET_DEVICE_COMMAND", "echo reset", func(s *Settings) any { return s.ResetDeviceCommand }, "echo reset"},
 		{"RESET_DEVICE_COMMAND", "", func(s *Settings) any { return s.ResetDeviceCommand }, ""},
 		{"RESET_DEVICE_SLEEP_TIME", "0.25", func(s *Settings) any { return s.ResetDeviceSleep }, 250 * time.Millisecond},
@@ -412,6 +414,10 @@ func TestValidationErrors(t *testing.T) {
 		{"audio duration", env{"MAX_AUDIO_DURATION_SECONDS": "0"}, false, `invalid setting MAX_AUDIO_DURATION_SECONDS="0": must be a number of seconds > 0`},
 		{"audio duration pre", env{"MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS": "-5"}, false, `invalid setting MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS="-5": must be a number of seconds > 0`},
 		{"audio duration inf", env{"MAX_AUDIO_DURATION_SECONDS": "inf"}, false, `invalid setting MAX_AUDIO_DURATION_SECONDS="inf": not a finite number`},
+		{"pprof beyond loopback", env{"PPROF_ADDR": "0.0.0.0:6061"}, false,
+			`invalid setting PPROF_ADDR="0.0.0.0:6061": must be a loopback host:port (127.0.0.1:6061, [::1]:6061 or localhost:6061)`},
+		{"pprof without port", env{"PPROF_ADDR": "127.0.0.1"}, false,
+			`invalid setting PPROF_ADDR="127.0.0.1": not host:port (address 127.0.0.1: missing port in address)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -509,7 +515,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 63)
+	require.Len(t, vars, 64)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

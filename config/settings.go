@@ -99,8 +99,10 @@ type Settings struct {
 	MockImageLatency time.Duration // MOCK_CNN_SECONDS: per classified image, default 0.005
 
 	// Logging.
-	LogLevel    string // LOG_LEVEL, default INFO; upper-cased, one of DEBUG INFO WARNING WARN ERROR CRITICAL FATAL NOTSET
-	LogFile     string // LOG_FILE
+	LogLevel string // LOG_LEVEL, default INFO; upper-cased, one of DEBUG INFO WARNING WARN ERROR CRITICAL FATAL NOTSET
+	LogFile  string // LOG_FILE
+	// PprofAddr (PPROF_ADDR) is the loopback host:port of net/http/pprof's listener; "" = off.
+	PprofAddr   string
 	LogFormat   string // LOG_FORMAT: text (default) or json ("" = console only)
 	Environment string // ENVIRONMENT, default "development"
 
@@ -219,6 +221,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MOCK_CNN_SECONDS":                              s.MockImageLatency.Seconds(),
 		"LOG_LEVEL":                                     s.LogLevel,
 		"LOG_FILE":                                      s.LogFile,
+		"PPROF_ADDR":                                    s.PprofAddr,
 		"ENVIRONMENT":                                   s.Environment,
 		"SERVICE_HOST":                                  s.Host,
 		"SERVICE_PORT":                                  s.Port,

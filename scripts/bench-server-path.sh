@@ -29,7 +29,6 @@ echo "building into $BIN ..." >&2
 if [ -n "${SERVER_BIN:-}" ]; then cp "$SERVER_BIN" "$BIN/tt-media-server"; else (cd "$ROOT" && go build -o "$BIN/tt-media-server" ./cmd/tt-media-server); fi
 # BENCH_BIN=path uses an already built tt-media-bench likewise.
 if [ -n "${BENCH_BIN:-}" ]; then cp "$BENCH_BIN" "$BIN/tt-media-bench"; else (cd "$ROOT" && go build -o "$BIN/tt-media-bench" ./cmd/tt-media-bench); fi
-if [ "$PROFILE" = 1 ]; then (cd "$ROOT" && go build -o "$BIN/profserve" ./cmd/tt-media-bench/internal/profserve); fi
 
 PIDS=()
 cleanup() {
@@ -109,7 +108,7 @@ for kind in $KINDS; do
 
   if [ "$PROFILE" = 1 ]; then
     port=$(free_port); pport=$(free_port)
-    start_server "$BIN/profserve" "$kind" "$port" PPROF_ADDR="127.0.0.1:$pport"
+    start_server "$BIN/tt-media-server" "$kind" "$port" PPROF_ADDR="127.0.0.1:$pport"
     prof_pid=$SERVER_PID
     wait_live "$port"
     "$BIN/tt-media-bench" run --url "http://127.0.0.1:$port" --kind "$kind" --concurrency "$CONCURRENCY" \
@@ -120,8 +119,8 @@ for kind in $KINDS; do
     curl -fsS -o "$OUT/cpu-$kind.pprof" "http://127.0.0.1:$pport/debug/pprof/profile?seconds=$PROFILE_SECONDS"
     wait "$load_pid" || true
     stop_pid "$prof_pid"
-    (cd "$ROOT" && go tool pprof -top -nodecount=40 "$BIN/profserve" "$OUT/cpu-$kind.pprof") >"$OUT/cpu-$kind.top.txt" 2>&1 || true
-    (cd "$ROOT" && go tool pprof -top -cum -nodecount=60 "$BIN/profserve" "$OUT/cpu-$kind.pprof") >"$OUT/cpu-$kind.cum.txt" 2>&1 || true
+    (cd "$ROOT" && go tool pprof -top -nodecount=40 "$BIN/tt-media-server" "$OUT/cpu-$kind.pprof") >"$OUT/cpu-$kind.top.txt" 2>&1 || true
+    (cd "$ROOT" && go tool pprof -top -cum -nodecount=60 "$BIN/tt-media-server" "$OUT/cpu-$kind.pprof") >"$OUT/cpu-$kind.cum.txt" 2>&1 || true
     echo "CPU profile: $OUT/cpu-$kind.pprof (top: $OUT/cpu-$kind.top.txt)" >&2
   fi
 done

@@ -130,6 +130,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s (SERVICE_HOST/SERVICE_PORT): %w", addr, err)
 	}
 	httpSrv := srv.HTTPServer(addr)
+	if settings.PprofAddr != "" {
+		_, stopPprof, err := startPprof(settings.PprofAddr, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			stopPprof(ctx)
+		}()
+	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && settings.APIKey == config.DefaultAPIKey {
 		log.Warn("API_KEY is the well-known default \"your-secret-key\" and the server listens beyond loopback: anyone who can reach "+
 			ln.Addr().String()+" can use it; set API_KEY (or API_KEYS / JWT_SECRET), or SERVICE_HOST=127.0.0.1",
