@@ -482,6 +482,13 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	for _, j := range s.q.close() {
 		j.finish(runners.Outcome{Err: ErrStopping})
 	}
+	if err != nil {
+		// Jobs still running when the grace ended are answered "shutting down" (503 with
+		// Retry-After), not with the cancellation the runners are about to see.
+		for _, w := range s.workers {
+			w.abandon(fmt.Errorf("%w: the shutdown grace period ended before the job finished", ErrStopping))
+		}
+	}
 	if s.runCancel != nil {
 		s.runCancel()
 	}

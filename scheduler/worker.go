@@ -45,6 +45,7 @@ type worker struct {
 	lastError    string
 	busySince    time.Time // start of the running batch; zero when idle
 	busyCost     float64
+	live         []*job // the running batch's jobs (Stop answers them when its grace ends)
 	runner       runners.Runner // the current runner, from its creation to its Close
 	// isolated: this worker's runners run in processes of their own (ProcessIDer); between
 	// two of them (a restart) it has no process, and shows no pid rather than the server's.
@@ -378,13 +379,13 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	w.s.stats.deviceRuns.Add(int64(len(tasks)))
 	start := time.Now()
 	w.mu.Lock()
-	w.busySince, w.busyCost = start, cost
+	w.busySince, w.busyCost, w.live = start, cost, live
 	w.progress.Store(0)
 	w.mu.Unlock()
 	outs := r.Run(ctx, tasks)
 	took := time.Since(start)
 	w.mu.Lock()
-	w.busySince, w.busyCost = time.Time{}, 0
+	w.busySince, w.busyCost, w.live = time.Time{}, 0, nil
 	w.mu.Unlock()
 	var lost error
 	for i, j := range live {
@@ -405,6 +406,10 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 		}
 		outcome := "ok"
 		switch {
+		case o.Err != nil && ctx.Err() != nil && j.ctx.Err() == nil && w.s.stopping.Load():
+			// The shutdown grace ended under it (Stop answered it already): not the client's doing.
+			o.Err = fmt.Errorf("%w: the shutdown grace period ended before the job finished", ErrStopping)
+			outcome = "cancelled"
 		case o.Err != nil && j.ctx.Err() != nil && lost == nil:
 			o.Err = w.s.ctxError(j.ctx)
 			outcome = "cancelled"
@@ -464,5 +469,16 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// abandon answers the running batch's jobs with err (Stop, when the shutdown grace ends before
+// the batch does); the runner's late outcomes are then ignored.
+func (w *worker) abandon(err error) {
+	w.mu.Lock()
+	live := w.live
+	w.mu.Unlock()
+	for _, j := range live {
+		j.finish(runners.Outcome{Err: err})
 	}
 }

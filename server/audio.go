@@ -315,9 +315,13 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		s.fail(c, err)
 		return false
 	case err != nil:
-		status, msg, _ := s.classify(err)
+		status, msg, retry := s.classify(err)
 		c.Error(err) //nolint:errcheck // recorded for the access log
-		writeLine(map[string]any{"detail": msg, "status_code": status})
+		line := map[string]any{"detail": msg, "status_code": status}
+		if retry > 0 { // the header is gone with the 200: the line says when to come back
+			line["retry_after"] = retryAfterSeconds(retry)
+		}
+		writeLine(line)
 		return false
 	}
 	return writeLine(v)

@@ -144,10 +144,13 @@ func setRetryAfter(c *gin.Context, d time.Duration) {
 		return
 	}
 	h := c.Writer.Header()
-	h["Retry-After"] = []string{strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))}
+	h["Retry-After"] = []string{strconv.Itoa(retryAfterSeconds(d))}
 	h["Retry-After-Ms"] = []string{strconv.FormatInt(max(1, int64(math.Ceil(float64(d)/float64(time.Millisecond)))), 10)}
 	h["X-Should-Retry"] = []string{"true"}
 }
+
+// retryAfterSeconds is d as Retry-After's whole seconds (at least 1).
+func retryAfterSeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
 
 // retryFallback is the Retry-After of a refusal that carries none (a fake scheduler in tests,
 // or a wrapped error): the scheduler's own estimate when there is one model, else 1 s.

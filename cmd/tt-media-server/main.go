@@ -175,8 +175,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	for _, sched := range scheds {
 		go func() { schedErr <- sched.Stop(grace) }()
 	}
+	// The HTTP server gets a moment more than the scheduler: jobs still running when the grace
+	// ends are answered 503 "shutting down" (with Retry-After), and those answers must be
+	// written before the connections close.
+	httpGrace, cancelHTTP := context.WithTimeout(context.Background(), settings.ShutdownGrace+2*time.Second)
+	defer cancelHTTP()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- httpSrv.Shutdown(grace) }()
+	go func() { httpDone <- httpSrv.Shutdown(httpGrace) }()
 	time.Sleep(50 * time.Millisecond) // let Shutdown close the listener first
 	srv.CloseUnusedConns()
 	httpErr := <-httpDone
