@@ -45,7 +45,7 @@ type worker struct {
 	lastError    string
 	busySince    time.Time // start of the running batch; zero when idle
 	busyCost     float64
-	live         []*job // the running batch's jobs (Stop answers them when its grace ends)
+	live         []*job         // the running batch's jobs (Stop answers them when its grace ends)
 	runner       runners.Runner // the current runner, from its creation to its Close
 	// isolated: this worker's runners run in processes of their own (ProcessIDer); between
 	// two of them (a restart) it has no process, and shows no pid rather than the server's.
