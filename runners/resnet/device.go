@@ -171,26 +171,18 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 
 // capture records one forward per batch slot in one trace.
 func (d *SimDevice) capture(ctx context.Context) error {
-	tr, err := d.dev.BeginTrace(ctx, 0)
-	if err != nil {
-		return simdev.DeviceErr(err)
-	}
-	var outs []*ttnn.Tensor
-	for _, in := range d.ins {
-		o, runErr := d.prog.Run(ctx, 0, d.fn.fn, in)
-		outs = append(outs, o...)
-		if err = runErr; err != nil {
-			break
+	tr, outs, err := simdev.Capture(ctx, d.dev, func(ctx context.Context) ([]*ttnn.Tensor, error) {
+		var outs []*ttnn.Tensor
+		for _, in := range d.ins {
+			o, err := d.prog.Run(ctx, 0, d.fn.fn, in)
+			outs = append(outs, o...)
+			if err != nil {
+				return outs, err
+			}
 		}
-	}
-	if endErr := tr.End(ctx); err == nil {
-		err = endErr
-	}
+		return outs, nil
+	})
 	if err != nil {
-		_ = tr.Release()
-		for _, o := range outs {
-			_ = o.Free()
-		}
 		return simdev.DeviceErr(err)
 	}
 	d.trace, d.outs = tr, outs

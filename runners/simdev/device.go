@@ -207,19 +207,10 @@ func (d *simDevice) runOnce(ctx context.Context, p *simProgram) error {
 }
 
 func (d *simDevice) capture(ctx context.Context, p *simProgram) error {
-	tr, err := d.dev.BeginTrace(ctx, 0)
+	tr, outs, err := Capture(ctx, d.dev, func(ctx context.Context) ([]*ttnn.Tensor, error) {
+		return p.prog.Run(ctx, 0, p.fn, p.inputs...)
+	})
 	if err != nil {
-		return DeviceErr(err)
-	}
-	outs, err := p.prog.Run(ctx, 0, p.fn, p.inputs...)
-	if endErr := tr.End(ctx); err == nil {
-		err = endErr
-	}
-	if err != nil {
-		_ = tr.Release()
-		for _, o := range outs {
-			_ = o.Free()
-		}
 		return DeviceErr(err)
 	}
 	p.trace, p.traceOuts = tr, outs
@@ -272,15 +263,6 @@ func (d *simDevice) close() error {
 		return fmt.Errorf("close simulated device: %w", err)
 	}
 	return nil
-}
-
-// DeviceErr marks a lost device and a dispatch timeout (which poisons the device) as
-// runners.ErrDeviceLost, so the worker is restarted after a device reset.
-func DeviceErr(err error) error {
-	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
-		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
-	}
-	return err
 }
 
 // Stepper is what the simulated runners spend device time with: the simulated device (its own in a

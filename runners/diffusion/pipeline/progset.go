@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -53,25 +54,15 @@ func (s *progSet) compileAndCapture(ctx context.Context) error {
 		outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
 		freeAll(outs)
 		if err != nil {
-			return fmt.Errorf("pipeline: compile run of %s: %w", p.name, deviceErr(err))
+			return fmt.Errorf("pipeline: compile run of %s: %w", p.name, simdev.DeviceErr(err))
 		}
 	}
-	tr, err := s.dev.BeginTrace(ctx, 0)
-	if err == nil {
-		var outs []*ttnn.Tensor
-		outs, err = s.denoiser.prog.Run(ctx, 0, s.denoiser.fn.Name, s.denoiser.inputs...)
-		if endErr := tr.End(ctx); err == nil {
-			err = endErr
-		}
-		if err != nil {
-			_ = tr.Release()
-			freeAll(outs)
-		} else {
-			s.trace, s.traceOuts = tr, outs
-		}
-	}
+	tr, outs, err := simdev.Capture(ctx, s.dev, func(ctx context.Context) ([]*ttnn.Tensor, error) {
+		return s.denoiser.prog.Run(ctx, 0, s.denoiser.fn.Name, s.denoiser.inputs...)
+	})
+	s.trace, s.traceOuts = tr, outs
 	if err != nil {
-		return fmt.Errorf("pipeline: capture %s trace: %w", s.denoiser.name, deviceErr(err))
+		return fmt.Errorf("pipeline: capture %s trace: %w", s.denoiser.name, simdev.DeviceErr(err))
 	}
 	s.stats.TraceCaptures++
 	return nil
@@ -87,10 +78,10 @@ func (s *progSet) step(ctx context.Context, t float32, out string, batch int) ([
 	ts := make([]byte, 4)
 	putF32(ts, []float32{t})
 	if err := tt.Write(ctx, 0, ts); err != nil {
-		return nil, fmt.Errorf("pipeline: write timestep: %w", deviceErr(err))
+		return nil, fmt.Errorf("pipeline: write timestep: %w", simdev.DeviceErr(err))
 	}
 	if err := s.trace.Replay(ctx, true); err != nil {
-		return nil, fmt.Errorf("pipeline: replay %s trace: %w", s.denoiser.name, deviceErr(err))
+		return nil, fmt.Errorf("pipeline: replay %s trace: %w", s.denoiser.name, simdev.DeviceErr(err))
 	}
 	s.stats.TraceReplays++
 	k, desc, err := s.denoiser.output(out)
@@ -99,7 +90,7 @@ func (s *progSet) step(ctx context.Context, t float32, out string, batch int) ([
 	}
 	v, err := readBF16(ctx, s.traceOuts[k], desc)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: read %s output %s: %w", s.denoiser.name, out, deviceErr(err))
+		return nil, fmt.Errorf("pipeline: read %s output %s: %w", s.denoiser.name, out, simdev.DeviceErr(err))
 	}
 	return v[:batch*s.latent], nil
 }

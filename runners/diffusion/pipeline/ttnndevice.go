@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -207,7 +207,7 @@ func loadProgram(ctx context.Context, dev *ttnn.Device, dir string, set fs.FS, n
 	}
 	prog, err := dev.LoadProgram(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: load program %s: %w", name, deviceErr(err))
+		return nil, fmt.Errorf("pipeline: load program %s: %w", name, simdev.DeviceErr(err))
 	}
 	p := &program{name: name, prog: prog}
 	fns := prog.Functions()
@@ -218,7 +218,7 @@ func loadProgram(ctx context.Context, dev *ttnn.Device, dir string, set fs.FS, n
 	for _, in := range p.fn.Inputs {
 		t, err := dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
 		if err != nil {
-			return p, fmt.Errorf("pipeline: allocate %s input %s: %w", name, in, deviceErr(err))
+			return p, fmt.Errorf("pipeline: allocate %s input %s: %w", name, in, simdev.DeviceErr(err))
 		}
 		p.inputs = append(p.inputs, t)
 	}
@@ -411,12 +411,12 @@ func runRead(ctx context.Context, p *program, in []byte, outputs ...string) ([][
 	}
 	ctx = context.WithoutCancel(ctx) // a started device call is not abandoned
 	if err := p.inputs[0].Write(ctx, 0, in); err != nil {
-		return nil, fmt.Errorf("pipeline: write %s input: %w", p.name, deviceErr(err))
+		return nil, fmt.Errorf("pipeline: write %s input: %w", p.name, simdev.DeviceErr(err))
 	}
 	outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
 	defer freeAll(outs)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: run %s: %w", p.name, deviceErr(err))
+		return nil, fmt.Errorf("pipeline: run %s: %w", p.name, simdev.DeviceErr(err))
 	}
 	res := make([][]float32, len(outputs))
 	for i, name := range outputs {
@@ -425,7 +425,7 @@ func runRead(ctx context.Context, p *program, in []byte, outputs ...string) ([][
 			return nil, fmt.Errorf("pipeline: %s output %q missing", p.name, name)
 		}
 		if res[i], err = readBF16(ctx, outs[k], desc); err != nil {
-			return nil, fmt.Errorf("pipeline: read %s %s: %w", p.name, name, deviceErr(err))
+			return nil, fmt.Errorf("pipeline: read %s %s: %w", p.name, name, simdev.DeviceErr(err))
 		}
 	}
 	return res, nil
@@ -461,7 +461,7 @@ func writeRows(ctx context.Context, t *ttnn.Tensor, src []float32, b, batch int,
 		putBF16(buf, full)
 	}
 	if err := t.Write(ctx, 0, buf); err != nil {
-		return fmt.Errorf("pipeline: write %s: %w", desc.Name, deviceErr(err))
+		return fmt.Errorf("pipeline: write %s: %w", desc.Name, simdev.DeviceErr(err))
 	}
 	return nil
 }
@@ -512,15 +512,6 @@ func freeAllErr(ts []*ttnn.Tensor) error {
 		errs = append(errs, t.Free())
 	}
 	return errors.Join(errs...)
-}
-
-// deviceErr marks a lost device and a dispatch timeout (which poisons the device) as
-// runners.ErrDeviceLost, so the worker is restarted after a device reset.
-func deviceErr(err error) error {
-	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
-		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
-	}
-	return err
 }
 
 var _ Device = (*TTNNDevice)(nil)

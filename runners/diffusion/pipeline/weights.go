@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -49,7 +50,7 @@ func (d *TTNNDevice) bindWeights(ctx context.Context, w [weightsWords]uint32, ke
 		}
 		if t, _, err := p.input("weights"); err == nil {
 			if err := t.Write(ctx, 0, buf); err != nil {
-				return fmt.Errorf("pipeline: write %s weights: %w", p.name, deviceErr(err))
+				return fmt.Errorf("pipeline: write %s weights: %w", p.name, simdev.DeviceErr(err))
 			}
 		}
 	}
@@ -130,7 +131,7 @@ func (d *TTNNDevice) FuseLoRA(ctx context.Context, key string, scale float32, ch
 	sbuf := make([]byte, 4)
 	putF32(sbuf, []float32{scale})
 	if err := st.Write(ctx, 0, sbuf); err != nil {
-		return fmt.Errorf("pipeline: write LoRA scale: %w", deviceErr(err))
+		return fmt.Errorf("pipeline: write LoRA scale: %w", simdev.DeviceErr(err))
 	}
 	k, od, _ := d.fuse.output("weights")
 	n := ld.Shape[0]
@@ -149,12 +150,12 @@ func (d *TTNNDevice) FuseLoRA(ctx context.Context, key string, scale float32, ch
 			clear(pad[len(part):])
 			putBF16(buf, pad)
 			if err := lt.Write(ctx, 0, buf); err != nil {
-				return fmt.Errorf("pipeline: write LoRA chunk: %w", deviceErr(err))
+				return fmt.Errorf("pipeline: write LoRA chunk: %w", simdev.DeviceErr(err))
 			}
 			outs, err := d.fuse.prog.Run(ctx, 0, d.fuse.fn.Name, d.fuse.inputs...)
 			if err != nil {
 				freeAll(outs)
-				return fmt.Errorf("pipeline: run %s: %w", d.fuse.name, deviceErr(err))
+				return fmt.Errorf("pipeline: run %s: %w", d.fuse.name, simdev.DeviceErr(err))
 			}
 			if k >= len(outs) {
 				freeAll(outs)
@@ -164,10 +165,10 @@ func (d *TTNNDevice) FuseLoRA(ctx context.Context, key string, scale float32, ch
 			err = outs[k].Read(ctx, 0, wb)
 			freeAll(outs)
 			if err != nil {
-				return fmt.Errorf("pipeline: read fused weights: %w", deviceErr(err))
+				return fmt.Errorf("pipeline: read fused weights: %w", simdev.DeviceErr(err))
 			}
 			if err := wt.Write(ctx, 0, wb); err != nil {
-				return fmt.Errorf("pipeline: write fused weights: %w", deviceErr(err))
+				return fmt.Errorf("pipeline: write fused weights: %w", simdev.DeviceErr(err))
 			}
 			for i := range cur {
 				cur[i] = binary.LittleEndian.Uint32(wb[4*i:])
@@ -212,7 +213,7 @@ func (d *TTNNDevice) WeightsChecksum(ctx context.Context) (string, error) {
 		if t, desc, err := p.input("weights"); err == nil {
 			buf := make([]byte, desc.Bytes())
 			if err := t.Read(ctx, 0, buf); err != nil {
-				return "", fmt.Errorf("pipeline: read weights: %w", deviceErr(err))
+				return "", fmt.Errorf("pipeline: read weights: %w", simdev.DeviceErr(err))
 			}
 			return hex.EncodeToString(buf), nil
 		}

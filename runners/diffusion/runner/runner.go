@@ -215,7 +215,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	}
 	if r.dev, err = ttnn.Open(ctx, opts); err != nil {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d): %w",
-			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, lost(err))
+			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, simdev.DeviceErr(err))
 	}
 	// On a multi-chip mesh the two guidance halves run on two submeshes at once.
 	devs := []*ttnn.Device{r.dev}
@@ -223,7 +223,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		for _, off := range offs {
 			sub, err := r.dev.Submesh(ctx, half, off)
 			if err != nil {
-				return fmt.Errorf("CFG submesh %v at %v: %w", half, off, lost(err))
+				return fmt.Errorf("CFG submesh %v at %v: %w", half, off, simdev.DeviceErr(err))
 			}
 			r.subs = append(r.subs, sub)
 		}
@@ -441,14 +441,6 @@ func cfgSplit(mesh ttnn.MeshShape) (half ttnn.MeshShape, offsets []ttnn.MeshCoor
 		return half, []ttnn.MeshCoord{{Row: 0, Col: 0}, {Row: half.Rows, Col: 0}}, true
 	}
 	return ttnn.MeshShape{}, nil, false
-}
-
-// lost marks a lost device or a dispatch timeout as runners.ErrDeviceLost.
-func lost(err error) error {
-	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
-		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
-	}
-	return err
 }
 
 // Register adds tt-sdxl-trace and tt-sd3.5 to reg: a worker gets the real pipeline when

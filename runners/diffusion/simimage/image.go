@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
@@ -146,7 +147,7 @@ func (r *imageRunner) Close() error {
 
 // generate runs the simulated denoising loop and renders the picture. After every step it
 // tells t.Progress; when t.Emit is set and the request asks for partial images, it emits
-// that many previews (*runners.ImagePartial) spaced evenly over the steps (previewSteps).
+// that many previews (*runners.ImagePartial) spaced evenly over the steps (preview.Steps, as the real pipeline).
 // An Emit that fails while ctx is still live (a transport that cannot carry previews) stops
 // the previews, not the image; one that fails because the client went away stops the task.
 func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t runners.Task) (*image.RGBA, error) {
@@ -156,7 +157,7 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 	}
 	var at []int // steps after which a preview is due
 	if t.Emit != nil {
-		at = previewSteps(p.steps, req.PartialImages)
+		at = preview.Steps(p.steps, req.PartialImages)
 	}
 	sent := 0
 	for step := 0; step < p.steps; step++ {
@@ -268,21 +269,6 @@ func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
 	}
 	p.detail = binary.LittleEndian.Uint64(h.Sum(nil))
 	return p
-}
-
-// previewSteps is after which steps (1-based, ascending) a request of steps denoising steps
-// gets its k partial images: evenly spaced, never after the last step (the final image comes
-// then), so a request of fewer than k+1 steps gets steps-1 previews.
-func previewSteps(steps, k int) []int {
-	k = min(k, steps-1)
-	if k <= 0 {
-		return nil
-	}
-	at := make([]int, k)
-	for i := range at {
-		at[i] = (i + 1) * steps / (k + 1)
-	}
-	return at
 }
 
 // renderPreview is the mock's cheap latent-to-RGB preview after step of p.steps denoising

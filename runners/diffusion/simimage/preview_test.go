@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
@@ -28,7 +29,7 @@ func TestPreviewSteps(t *testing.T) {
 		{20, -1, nil},
 	}
 	for _, tc := range tests {
-		require.Equal(t, tc.want, previewSteps(tc.steps, tc.k), "steps=%d k=%d", tc.steps, tc.k)
+		require.Equal(t, tc.want, preview.Steps(tc.steps, tc.k), "steps=%d k=%d", tc.steps, tc.k)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/segment"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/transcribe"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -349,17 +350,10 @@ type traced struct {
 
 // capture records one run of fn in a trace on queue 0.
 func capture(ctx context.Context, dev *ttnn.Device, p *ttnn.Program, fn string, inputs ...*ttnn.Tensor) (traced, error) {
-	tr, err := dev.BeginTrace(ctx, 0)
+	tr, outs, err := simdev.Capture(ctx, dev, func(ctx context.Context) ([]*ttnn.Tensor, error) {
+		return p.Run(ctx, 0, fn, inputs...)
+	})
 	if err != nil {
-		return traced{}, err
-	}
-	outs, err := p.Run(ctx, 0, fn, inputs...)
-	if endErr := tr.End(ctx); err == nil {
-		err = endErr
-	}
-	if err != nil {
-		_ = tr.Release()
-		freeAll(outs...)
 		return traced{}, err
 	}
 	return traced{trace: tr, out: outs[0]}, nil

@@ -201,13 +201,13 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	opts := r.cfg.Device
 	if r.dev, err = ttnn.Open(ctx, opts); err != nil {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
-			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, lost(err))
+			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, simdev.DeviceErr(err))
 	}
 	var model transcribe.Model
 	traced, sizes := false, []int{1}
 	if r.cfg.MaxBatchSize > 1 {
 		if r.batch, err = LoadBatchModel(ctx, r.dev, r.cfg.Programs, r.cfg.MaxBatchSize); err != nil {
-			return lost(err)
+			return simdev.DeviceErr(err)
 		}
 		r.nMels, traced, sizes = r.batch.NMels(), r.batch.Traced(), r.batch.Sizes()
 		r.batch.Begin(0)
@@ -215,7 +215,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		model = r.batch.Lane(0)
 	} else {
 		if r.model, err = LoadModel(ctx, r.dev, r.cfg.Programs); err != nil {
-			return lost(err)
+			return simdev.DeviceErr(err)
 		}
 		r.nMels, traced, model = r.model.NMels(), r.model.Traced(), r.model
 	}
@@ -427,7 +427,7 @@ func (r *Runner) transcribe(ctx context.Context, model transcribe.Model, t runne
 			return nil, emitErr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", runners.RunnerWhisper, lost(err))
+			return nil, fmt.Errorf("%s: %w", runners.RunnerWhisper, simdev.DeviceErr(err))
 		}
 		if opts.Language == "" { // the first piece's language holds for the others
 			opts.Language = out.Language
@@ -482,14 +482,6 @@ func (r *Runner) closeDevice() error {
 		return fmt.Errorf("%s: close: %w", runners.RunnerWhisper, err)
 	}
 	return nil
-}
-
-// lost marks a lost device or a dispatch timeout as runners.ErrDeviceLost.
-func lost(err error) error {
-	if err != nil && (errors.Is(err, ttnn.ErrDeviceLost) || errors.Is(err, ttnn.ErrTimeout)) && !errors.Is(err, runners.ErrDeviceLost) {
-		return fmt.Errorf("%w: %w", runners.ErrDeviceLost, err)
-	}
-	return err
 }
 
 // Register adds tt-whisper to reg: a worker gets the real pipeline when MODEL_WEIGHTS_PATH
