@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -106,7 +107,12 @@ func trimSentinel(err, sentinel error) string {
 // {"detail": [{type, loc, msg, input}]}.
 func (s *Server) fail(c *gin.Context, err error) {
 	if ve, ok := errors.AsType[*validationError](err); ok {
-		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, validationBody{Detail: ve.items})
+		items := make([]fieldError, len(ve.items))
+		for i, it := range ve.items {
+			it.Input = truncateEcho(it.Input, maxEchoDepth)
+			items[i] = it
+		}
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, validationBody{Detail: items})
 		return
 	}
 	status, msg, retry := s.classify(err)
@@ -159,4 +165,59 @@ func (s *Server) retryFallback() time.Duration {
 		return s.pools[0].Sched.RetryAfter()
 	}
 	return time.Second
+}
+
+// maxEchoDepth and maxEchoString bound the request input a 422 echoes back: a deeply nested
+// body (5,000 levels) would otherwise come back as JSON that Python's json module (recursion
+// limit ~1,000) cannot parse, and a huge string would be sent back whole.
+const (
+	maxEchoDepth  = 20
+	maxEchoString = 1000
+	maxEchoItems  = 100
+)
+
+// truncateEcho copies v (decoded JSON) with nesting below depth levels replaced by "...",
+// strings cut to maxEchoString bytes (with "..." appended) and arrays and objects cut to
+// maxEchoItems entries.
+func truncateEcho(v any, depth int) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > maxEchoString {
+			cut := maxEchoString
+			for cut > 0 && !utf8.RuneStart(x[cut]) {
+				cut--
+			}
+			return x[:cut] + "..."
+		}
+		return x
+	case []any:
+		if depth <= 0 {
+			return "..."
+		}
+		out := make([]any, 0, min(len(x), maxEchoItems+1))
+		for i, e := range x {
+			if i == maxEchoItems {
+				out = append(out, "...")
+				break
+			}
+			out = append(out, truncateEcho(e, depth-1))
+		}
+		return out
+	case map[string]any:
+		if depth <= 0 {
+			return "..."
+		}
+		out := make(map[string]any, min(len(x), maxEchoItems))
+		n := 0
+		for k, e := range x {
+			if n == maxEchoItems {
+				break
+			}
+			out[k] = truncateEcho(e, depth-1)
+			n++
+		}
+		return out
+	default:
+		return v
+	}
 }

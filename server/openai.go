@@ -108,6 +108,11 @@ func (s *Server) toOpenAIError(err error) *openAIError {
 	}
 	status, msg, retry := s.classify(err)
 	e := &openAIError{status: status, msg: msg, typ: openAIType(status), retryAfter: retry}
+	if status == http.StatusUnsupportedMediaType {
+		// An upload we cannot read: OpenAI answers 400 (BadRequestError in the SDKs), naming
+		// the file; the reference routes keep the Python server's 415.
+		e.status, e.typ, e.param = http.StatusBadRequest, "invalid_request_error", "file"
+	}
 	switch {
 	case status == http.StatusTooManyRequests:
 		e.code = "rate_limit_exceeded"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -61,7 +62,8 @@ var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAIAudioRequest, error) {
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
-		return nil, &openAIError{status: http.StatusUnsupportedMediaType,
+		// 400 as OpenAI answers it (the SDKs raise BadRequestError; a 415 is a bare APIError).
+		return nil, &openAIError{status: http.StatusBadRequest,
 			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", r.Header.Get("Content-Type"))}
 	}
 	if params["boundary"] == "" {
@@ -118,7 +120,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 			req.responseFormat = strings.TrimSpace(v)
 		case name == "temperature":
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || f < 0 || f > 1 {
+			if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
 				return nil, invalidParam("temperature", "temperature must be a number between 0 and 1, got %q", v)
 			}
 			req.temperature = f

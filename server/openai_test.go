@@ -242,16 +242,25 @@ func TestOpenAITranscriptionFormatsAndGranularities(t *testing.T) {
 		require.Equal(t, 404, w.Code)
 		requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "model", "model_not_found")
 	})
-	t.Run("not multipart is 415", func(t *testing.T) {
+	// OpenAI answers these 400 (the SDKs raise BadRequestError; a 415 is a generic APIError).
+	t.Run("not multipart is 400", func(t *testing.T) {
 		w := do(h, "POST", "/v1/audio/transcriptions", "application/json", "Bearer k", []byte(`{"model":"whisper-1"}`))
-		require.Equal(t, 415, w.Code)
+		require.Equal(t, 400, w.Code)
 		requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", nil, nil)
 	})
-	t.Run("not audio is 415", func(t *testing.T) {
+	t.Run("not audio is 400 naming the file", func(t *testing.T) {
 		ct, body := multipartBody(t, []byte("this is not audio at all, just text"), "model", "whisper-1")
 		w := do(h, "POST", "/v1/audio/transcriptions", ct, "Bearer k", body)
-		require.Contains(t, []int{400, 415}, w.Code, w.Body.String())
-		requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", nil, nil)
+		require.Equal(t, 400, w.Code, w.Body.String())
+		requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "file", nil)
+	})
+	t.Run("temperature NaN is 400", func(t *testing.T) {
+		for _, v := range []string{"NaN", "nan", "-1", "1.5", "Inf"} {
+			ct, body := multipartBody(t, wav, "model", "whisper-1", "temperature", v)
+			w := do(h, "POST", "/v1/audio/transcriptions", ct, "Bearer k", body)
+			require.Equal(t, 400, w.Code, "temperature=%s: %s", v, w.Body.String())
+			requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "temperature", nil)
+		}
 	})
 	t.Run("file too large is 413", func(t *testing.T) {
 		ct, body := multipartBody(t, make([]byte, 3<<20), "model", "whisper-1")

@@ -427,3 +427,38 @@ func testWAV(rate, n int) []byte {
 func imageOK(context.Context, any, func(any) error) (any, error) {
 	return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 4, 4))}}, nil
 }
+
+// TestValidationEchoIsBounded: a 422 echoes the offending input cut to a bounded depth and
+// size, so a 5,000-deep body comes back as JSON any client (Python's json module: ~1,000
+// levels) can parse.
+func TestValidationEchoIsBounded(t *testing.T) {
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	h := newTestServer(runners.ServiceImage, &fakeSched{ready: true})
+	for _, tc := range []struct{ name, body, loc string }{
+		{"deep field", `{"prompt":` + deep + `,"guidance_scale":5,"num_inference_steps":20}`, "prompt"},
+		{"deep body", deep, ""},
+		{"long string field", `{"prompt":5,"guidance_scale":"` + strings.Repeat("x", 100000) + `","num_inference_steps":20}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := do(h, "POST", "/image/generations", "application/json", "Bearer k", []byte(tc.body))
+			require.Equal(t, 422, w.Code)
+			require.Less(t, w.Body.Len(), 4000, "echo not bounded")
+			depth, maxDepth := 0, 0
+			for _, c := range w.Body.String() {
+				switch c {
+				case '[', '{':
+					depth++
+					maxDepth = max(maxDepth, depth)
+				case ']', '}':
+					depth--
+				}
+			}
+			require.LessOrEqual(t, maxDepth, maxEchoDepth+4)
+			var v map[string]any
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &v))
+			if tc.loc != "" {
+				require.Contains(t, w.Body.String(), `"`+tc.loc+`"`)
+			}
+		})
+	}
+}

@@ -307,7 +307,7 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "v1 transcription vtt", svc: aud, method: "POST", path: "/v1/audio/transcriptions", ctype: mpV1VTT, body: mpV1VTTBody, auth: true, status: 200},
 		{name: "v1 transcription sse", svc: aud, method: "POST", path: "/v1/audio/transcriptions", ctype: mpV1SSE, body: mpV1SSEBody, auth: true, status: 200},
 		{name: "v1 transcription 400", svc: aud, method: "POST", path: "/v1/audio/transcriptions", ctype: mpV1Bad, body: mpV1BadBody, auth: true, status: 400, skipReq: true},
-		{name: "v1 transcription 415", svc: aud, method: "POST", path: "/v1/audio/transcriptions", ctype: js, body: []byte(`{}`), auth: true, status: 415, skipReq: true},
+		{name: "v1 transcription not multipart 400", svc: aud, method: "POST", path: "/v1/audio/transcriptions", ctype: js, body: []byte(`{}`), auth: true, status: 400, skipReq: true},
 		{name: "v1 translation", svc: aud, method: "POST", path: "/v1/audio/translations", ctype: mpV1Tr, body: mpV1TrBody, auth: true, status: 200},
 		{name: "cnn json", svc: cnn, method: "POST", path: "/cnn/search-image", ctype: js, auth: true, status: 200,
 			body: []byte(`{"prompt":"` + b64(pngImg) + `","top_k":3,"min_confidence":0}`)},

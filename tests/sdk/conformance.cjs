@@ -190,9 +190,9 @@ function checkSegments(segments, duration) {
     const big = await toFile(fs.readFileSync(process.env.TT_BIG_FILE), 'big.wav', { type: 'audio/wav' });
     await expectError(() => audio.audio.transcriptions.create({ file: big, model: 'whisper-1' }), OpenAI.APIError, 413, { type: 'invalid_request_error' });
   });
-  await check('415 APIError (not audio)', async () => {
+  await check('400 BadRequestError (not audio, as OpenAI answers)', async () => {
     const txt = await toFile(Buffer.from('plain text, not audio'), 'notes.txt', { type: 'text/plain' });
-    await expectError(() => audio.audio.transcriptions.create({ file: txt, model: 'whisper-1' }), OpenAI.APIError, 415, { type: 'invalid_request_error' });
+    await expectError(() => audio.audio.transcriptions.create({ file: txt, model: 'whisper-1' }), OpenAI.BadRequestError, 400, { type: 'invalid_request_error', param: 'file' });
   });
   await check('400 BadRequestError (wrong type is 400, not 422)', async () => {
     await expectError(() => image.images.generate({ prompt: 'x', n: 'two' }), OpenAI.BadRequestError, 400, { param: 'n', type: 'invalid_request_error' });
@@ -210,8 +210,8 @@ function checkSegments(segments, duration) {
     await image.images.generate({ prompt: 'first', output_format: 'jpeg' }, opts);
     await expectError(() => image.images.generate({ prompt: 'second', output_format: 'jpeg' }, opts), OpenAI.ConflictError, 409, { type: 'invalid_request_error' });
   });
-  await check('415 APIError (JSON body, not multipart)', async () => {
-    await expectError(() => audio.post('/audio/transcriptions', { body: { model: 'whisper-1' } }), OpenAI.APIError, 415, { type: 'invalid_request_error' });
+  await check('400 BadRequestError (JSON body, not multipart)', async () => {
+    await expectError(() => audio.post('/audio/transcriptions', { body: { model: 'whisper-1' } }), OpenAI.BadRequestError, 400, { type: 'invalid_request_error' });
   });
   await check('429 RateLimitError and 504 InternalServerError (queue of one, 1 s timeout)', async () => {
     // One worker and a queue of one hold two jobs; each takes 2 s against a 1 s timeout.

@@ -227,13 +227,14 @@ func TestGoSDK(t *testing.T) {
 				_, err := aud.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: openai.File(bytes.NewReader(make([]byte, 2*maxAudioBytes)), "big.wav", "audio/wav"), Model: "whisper-1"})
 				return err
 			}, 413, "", "", nil},
-			{"415 not audio", func() error {
+			// OpenAI answers an unreadable upload 400 (BadRequestError), not 415.
+			{"400 not audio", func() error {
 				_, err := aud.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: openai.File(strings.NewReader("plain text, not audio"), "notes.txt", "text/plain"), Model: "whisper-1"})
 				return err
-			}, 415, "", "", nil},
-			{"415 JSON body, not multipart", func() error {
+			}, 400, "file", "", nil},
+			{"400 JSON body, not multipart", func() error {
 				return aud.Post(ctx, "audio/transcriptions", map[string]string{"model": "whisper-1"}, nil)
-			}, 415, "", "", nil},
+			}, 400, "", "", nil},
 			{"500 runner fault (in-process server)", generate(faultClient, faultPrompt), 500, "", "", map[string]string{"x-should-retry": "false"}},
 			{"503 warming up", generate(warming, "x"), 503, "", "service_unavailable",
 				map[string]string{"Retry-After": "", "retry-after-ms": "", "x-should-retry": "true"}},
