@@ -23,6 +23,7 @@ require (
 )
 
 require (
+	github.com/HugoSmits86/nativewebp v0.9.3 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/bytedance/sonic v1.15.0 // indirect

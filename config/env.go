@@ -54,9 +54,11 @@ type rawEnv struct {
 	CanaryInterval    envSeconds `envconfig:"CANARY_INTERVAL_SECONDS" default:"10"`
 	InferenceTimeout  envSeconds `envconfig:"DEFAULT_INFERENCE_TIMEOUT_SECONDS" default:"90"`
 
-	NumInferenceSteps envInt `envconfig:"NUM_INFERENCE_STEPS" default:"20"`
-	ImageReturnFormat string `envconfig:"IMAGE_RETURN_FORMAT" default:"JPEG"`
-	ImageQuality      envInt `envconfig:"IMAGE_QUALITY" default:"85"`
+	NumInferenceSteps envInt  `envconfig:"NUM_INFERENCE_STEPS" default:"20"`
+	ImageReturnFormat string  `envconfig:"IMAGE_RETURN_FORMAT" default:"JPEG"`
+	ImageQuality      envInt  `envconfig:"IMAGE_QUALITY" default:"85"`
+	NativeCodecs      string  `envconfig:"NATIVE_CODECS" default:"auto"`
+	CNNFastPreprocess envBool `envconfig:"CNN_FAST_PREPROCESS" default:"false"`
 
 	AllowAudioPreprocessing envBool  `envconfig:"ALLOW_AUDIO_PREPROCESSING" default:"true"`
 	AllowAudioFanout        envBool  `envconfig:"ALLOW_AUDIO_FANOUT" default:"true"`

@@ -109,6 +109,9 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	}
 	s := fromRaw(&raw, mock)
 	_, s.TraceRegionSizeSet = merged("TRACE_REGION_SIZE")
+	if v := strings.ToLower(strings.TrimSpace(raw.NativeCodecs)); v != "auto" && v != "off" {
+		return nil, invalid("NATIVE_CODECS", raw.NativeCodecs, "accepted: auto, off")
+	}
 
 	idsSource := "DEVICE_IDS"
 	meshSource := "DEVICE_MESH_SHAPE"
@@ -210,6 +213,8 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		NumInferenceSteps: int(r.NumInferenceSteps),
 		ImageReturnFormat: strings.ToUpper(strings.TrimSpace(r.ImageReturnFormat)),
 		ImageQuality:      int(r.ImageQuality),
+		NativeCodecs:      !strings.EqualFold(strings.TrimSpace(r.NativeCodecs), "off"),
+		CNNFastPreprocess: bool(r.CNNFastPreprocess),
 
 		MaxAudioDuration:                  float64(r.MaxAudioDuration),
 		MaxAudioDurationWithPreprocessing: float64(r.MaxAudioDurationPre),

@@ -146,6 +146,9 @@ func TestParsing(t *testing.T) {
 		{"IMAGE_RETURN_FORMAT", "png", func(s *Settings) any { return s.ImageReturnFormat }, "PNG"},
 		{"IMAGE_QUALITY", "100", func(s *Settings) any { return s.ImageQuality }, 100},
 		{"IMAGE_QUALITY", "1", func(s *Settings) any { return s.ImageQuality }, 1},
+		{"NATIVE_CODECS", "off", func(s *Settings) any { return s.NativeCodecs }, false},
+		{"NATIVE_CODECS", "auto", func(s *Settings) any { return s.NativeCodecs }, true},
+		{"CNN_FAST_PREPROCESS", "true", func(s *Settings) any { return s.CNNFastPreprocess }, true},
 		{"MAX_AUDIO_DURATION_SECONDS", "30.5", func(s *Settings) any { return s.MaxAudioDuration }, 30.5},
 		{"MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS", "600", func(s *Settings) any { return s.MaxAudioDurationWithPreprocessing }, 600.0},
 		{"MAX_AUDIO_SIZE_BYTES", "1024", func(s *Settings) any { return s.MaxAudioSizeBytes }, int64(1024)},
@@ -396,6 +399,7 @@ func TestValidationErrors(t *testing.T) {
 		{"quality zero", env{"IMAGE_QUALITY": "0"}, false, `invalid setting IMAGE_QUALITY="0": must be an integer from 1 to 100`},
 		{"quality high", env{"IMAGE_QUALITY": "101"}, false, `invalid setting IMAGE_QUALITY="101": must be an integer from 1 to 100`},
 		{"image format", env{"IMAGE_RETURN_FORMAT": "gif"}, false, `invalid setting IMAGE_RETURN_FORMAT="GIF": accepted: JPEG, PNG`},
+		{"native codecs", env{"NATIVE_CODECS": "maybe"}, false, `invalid setting NATIVE_CODECS="maybe": accepted: auto, off`},
 		{"log level", env{"LOG_LEVEL": "verbose"}, false, `invalid setting LOG_LEVEL="VERBOSE": accepted: DEBUG, INFO, WARNING, WARN, ERROR, CRITICAL, FATAL, NOTSET`},
 		{"unknown model", env{"MODEL": "llama"}, false,
 			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2`},
@@ -515,7 +519,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 64)
+	require.Len(t, vars, 66)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

@@ -80,6 +80,13 @@ type Settings struct {
 	NumInferenceSteps int    // NUM_INFERENCE_STEPS, default 20
 	ImageReturnFormat string // IMAGE_RETURN_FORMAT: JPEG (default) or PNG, upper-cased
 	ImageQuality      int    // IMAGE_QUALITY, default 85, 1..100
+	// NativeCodecs is NATIVE_CODECS: auto (default) loads libjpeg-turbo and libwebp at run time
+	// when present; off uses the pure-Go codecs (media/turbojpeg, media/webp).
+	NativeCodecs bool
+	// CNNFastPreprocess is CNN_FAST_PREPROCESS (false): decode JPEG uploads at the smallest DCT
+	// scale whose shorter side is still ≥ 2×256 (Pillow's Image.draft), not exactly as
+	// torchvision-on-PIL; docs/ARCHITECTURE.md gives the measured difference.
+	CNNFastPreprocess bool
 
 	// Audio.
 	MaxAudioDuration                  float64 // MAX_AUDIO_DURATION_SECONDS (60)
@@ -209,6 +216,8 @@ func (s *Settings) Redacted() map[string]any {
 		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,
 		"IMAGE_RETURN_FORMAT":               s.ImageReturnFormat,
 		"IMAGE_QUALITY":                     s.ImageQuality,
+		"NATIVE_CODECS":                     map[bool]string{true: "auto", false: "off"}[s.NativeCodecs],
+		"CNN_FAST_PREPROCESS":               s.CNNFastPreprocess,
 		"MAX_AUDIO_DURATION_SECONDS":        s.MaxAudioDuration,
 		"MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS": s.MaxAudioDurationWithPreprocessing,
 		"MAX_AUDIO_SIZE_BYTES":                          s.MaxAudioSizeBytes,

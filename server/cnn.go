@@ -19,6 +19,10 @@ import (
 // maxImagePixels refuses decompression bombs before their pixels are decoded.
 const maxImagePixels = 40_000_000
 
+// cnnDraftShortSide is fast mode's (CNN_FAST_PREPROCESS) least shorter side of a scaled JPEG
+// decode: twice the classifier's resize target (runners/resnet.ResizeSize, 256).
+const cnnDraftShortSide = 2 * 256
+
 // cnnUpload is a parsed POST /cnn/search-image request.
 type cnnUpload struct {
 	image          []byte
@@ -139,7 +143,13 @@ func (s *Server) handleCNN(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	img, _, err := imaging.DecodeRGB(up.image, maxImagePixels)
+	opts := imaging.DecodeOptions{MaxPixels: maxImagePixels}
+	if s.cfg.CNNFastPreprocess {
+		// Fast mode: a JPEG is decoded at the smallest DCT scale that keeps the shorter side at
+		// twice the resize target (Image.draft); the resize then has less to average.
+		opts.DraftShortSide = cnnDraftShortSide
+	}
+	img, _, err := imaging.DecodeRGBWith(up.image, opts)
 	if err != nil {
 		s.fail(c, err)
 		return

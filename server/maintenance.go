@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -101,6 +102,7 @@ func (s *Server) handleLiveness(c *gin.Context) {
 		Status: "alive", ModelReady: ready, QueueSize: queue, MaxQueueSize: capacity,
 		DeviceMeshShape: [2]int{s.cfg.DeviceMeshShape.Rows, s.cfg.DeviceMeshShape.Cols},
 		Device:          device, WorkerInfo: info, RunnerInUse: strings.Join(runnerNames, ","), MockDevices: s.mock,
+		ImageCodecs: imaging.Status(),
 	}
 	if len(s.pools) > 1 {
 		resp.Pools = pools
@@ -125,6 +127,7 @@ type livenessResponse struct {
 	WorkerInfo      map[string]workerInfo `json:"worker_info"`
 	RunnerInUse     string                `json:"runner_in_use"`
 	MockDevices     bool                  `json:"mock_devices"`
+	ImageCodecs     imaging.CodecStatus   `json:"image_codecs"`
 	Pools           map[string]any        `json:"pools,omitempty"`
 	Detail          string                `json:"detail,omitempty"`
 }

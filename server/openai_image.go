@@ -26,10 +26,12 @@ type openAIImageRequest struct {
 	imageRequest
 	model        string
 	size         string
-	outputFormat string // "png" or "jpeg"
-	jpegQuality  int
-	quality      string // OpenAI's quality value echoed in stream events: low, medium, high or auto
-	stream       bool
+	outputFormat string // "png", "jpeg" or "webp"
+	// compression is output_compression (0..100), or IMAGE_QUALITY when absent: the JPEG or
+	// WebP quality.
+	compression int
+	quality     string // OpenAI's quality value echoed in stream events: low, medium, high or auto
+	stream      bool
 }
 
 // maxPartialImages is OpenAI's upper bound of partial_images.
@@ -47,9 +49,10 @@ const (
 //   - prompt (required, non-empty), n 1..4, size "auto" or one of openAIImageSizes;
 //   - model: a name of the loaded model (see modelTable) or absent;
 //   - response_format: "b64_json" or absent; "url" is refused (we do not store images);
-//   - output_format: "png" (default, as OpenAI) or "jpeg"; "webp" is refused (no encoder);
-//   - output_compression 0..100: the JPEG quality (0 counts as 1); absent → IMAGE_QUALITY;
-//     ignored for png, as OpenAI ignores it;
+//   - output_format: "png" (default, as OpenAI), "jpeg" or "webp" (lossy through libwebp;
+//     lossless from the pure-Go twin when libwebp is absent);
+//   - output_compression 0..100: the JPEG (0 counts as 1) or WebP quality; absent →
+//     IMAGE_QUALITY; ignored for png, as OpenAI ignores it;
 //   - quality: low → 12 steps, high and hd → 40, auto/standard/medium → NUM_INFERENCE_STEPS;
 //   - style (vivid|natural), moderation (low|auto), user: accepted and ignored;
 //   - background: auto or opaque; transparent is refused (the models render no alpha);
@@ -65,7 +68,7 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 	if defaultSteps < 12 || defaultSteps > 50 {
 		defaultSteps = 20
 	}
-	r := &openAIImageRequest{size: openAIImageSizes[0], outputFormat: "png", jpegQuality: defaultQuality, quality: "auto"}
+	r := &openAIImageRequest{size: openAIImageSizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
 	r.NumberOfImages = 1
 	r.NumInferenceSteps = defaultSteps
 
@@ -105,17 +108,17 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 	}
 	if v, ok := b.str("output_format", false); ok {
 		switch v {
-		case "png", "jpeg":
+		case "png", "jpeg", "webp":
 			r.outputFormat = v
 		default:
-			return nil, invalidParam("output_format", "output_format %q is not supported; accepted: png, jpeg", v)
+			return nil, invalidParam("output_format", "output_format %q is not supported; accepted: png, jpeg, webp", v)
 		}
 	}
 	if v := b.int("output_compression"); v != nil {
 		if *v < 0 || *v > 100 {
 			return nil, invalidParam("output_compression", "output_compression must be between 0 and 100, got %d", *v)
 		}
-		r.jpegQuality = max(1, int(*v))
+		r.compression = int(*v)
 	}
 	if v, ok := b.str("quality", false); ok {
 		switch v {
@@ -179,9 +182,13 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 
 // encoder encodes as the request's output_format and output_compression ask.
 func (r *openAIImageRequest) encoder() func(image.Image) ([]byte, error) {
-	if r.outputFormat == "jpeg" {
-		q := r.jpegQuality
-		return func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
+	q := r.compression
+	switch r.outputFormat {
+	case "jpeg":
+		q = max(1, q) // JPEG quality starts at 1, as Pillow clamps 0
+		return func(img image.Image) ([]byte, error) { return imaging.Encode(img, imaging.JPEG, q) }
+	case "webp":
+		return func(img image.Image) ([]byte, error) { return imaging.Encode(img, imaging.WebP, q) }
 	}
 	return imaging.EncodePNG
 }

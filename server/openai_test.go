@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -19,8 +20,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	xwebp "golang.org/x/image/webp"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/media/webp"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -396,6 +399,25 @@ func TestOpenAIImageGeneration(t *testing.T) {
 		last := f.last.(*runners.ImageRequest)
 		require.Equal(t, stepsHighQuality, last.NumInferenceSteps)
 	})
+	t.Run("webp with output_compression", func(t *testing.T) {
+		sizes := map[int]int{}
+		for _, q := range []int{10, 95} {
+			w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(fmt.Sprintf(`{"prompt":"a","output_format":"webp","output_compression":%d}`, q)))
+			require.Equal(t, 200, w.Code, w.Body.String())
+			m, imgs := decode(t, w.Body.Bytes())
+			require.Len(t, imgs, 1)
+			require.Equal(t, "webp", m["output_format"])
+			require.Equal(t, "RIFF", string(imgs[0][:4]))
+			require.Equal(t, "WEBP", string(imgs[0][8:12]))
+			img, err := xwebp.Decode(bytes.NewReader(imgs[0]))
+			require.NoError(t, err)
+			require.False(t, img.Bounds().Empty())
+			sizes[q] = len(imgs[0])
+		}
+		if webp.Native() {
+			require.Less(t, sizes[10], sizes[95], "output_compression is libwebp's quality")
+		}
+	})
 	t.Run("n, jpeg and extensions", func(t *testing.T) {
 		w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","n":3,"output_format":"jpeg","output_compression":50,"seed":7,"negative_prompt":"blur","steps":25,"guidance_scale":6.5,"size":"auto"}`))
 		require.Equal(t, 200, w.Code, w.Body.String())
@@ -419,7 +441,8 @@ func TestOpenAIImageGeneration(t *testing.T) {
 		{`{"prompt":"a","response_format":"url"}`, "response_format"},
 		{`{"prompt":"a","n":5}`, "n"},
 		{`{"prompt":"a","n":0}`, "n"},
-		{`{"prompt":"a","output_format":"webp"}`, "output_format"},
+		{`{"prompt":"a","output_format":"gif"}`, "output_format"},
+		{`{"prompt":"a","output_format":"webp","output_compression":-1}`, "output_compression"},
 		{`{"prompt":"a","output_compression":101}`, "output_compression"},
 		{`{"prompt":"a","quality":"ultra"}`, "quality"},
 		{`{"prompt":"a","style":"cartoon"}`, "style"},

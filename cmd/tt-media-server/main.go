@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
@@ -71,6 +72,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			"mock_devices", settings.MockDevicesCount, "worker_groups", len(settings.DeviceGroups))
 	}
 	log.Info("starting tt-media-server", "settings", settings.Redacted())
+	// Said once: which codec serves JPEG and WebP (libjpeg-turbo / libwebp loaded at run time,
+	// or the pure-Go twins), also in /tt-liveness's image_codecs.
+	log.Info("image codecs", "codecs", imaging.UseNativeCodecs(settings.NativeCodecs))
 
 	if mockMode && settings.WorkerIsolation != config.IsolationProcess {
 		// In process the workers' devices are submeshes of one parent mesh (TT-Metal's way of

@@ -119,11 +119,24 @@ func ToRGB(img image.Image) *image.NRGBA {
 // first frame), turns a JPEG upright by its EXIF orientation, and converts the pixels to RGB
 // with ToRGB. It is the input stage of classifiers trained on PIL's Image.convert('RGB').
 func DecodeRGB(data []byte, maxPixels int) (*image.NRGBA, string, error) {
-	img, format, err := Decode(data, maxPixels)
+	return DecodeRGBWith(data, DecodeOptions{MaxPixels: maxPixels})
+}
+
+// DecodeRGBWith is DecodeRGB with options (pixel cap, JPEG draft scale). With libjpeg-turbo a
+// JPEG's pixels are Pillow's (accurate IDCT, fancy upsampling), so the RGB image equals
+// Image.open(f).convert('RGB') exactly.
+func DecodeRGBWith(data []byte, o DecodeOptions) (*image.NRGBA, string, error) {
+	o.rgb = true
+	img, format, err := decode(data, o)
 	if err != nil {
 		return nil, "", err
 	}
-	rgb := ToRGB(img)
+	rgb, ok := img.(*image.NRGBA)
+	if !ok || format != "jpeg" || rgb.Rect.Min != (image.Point{}) {
+		// The native JPEG decoder already gives opaque RGB at the origin; everything else is
+		// converted.
+		rgb = ToRGB(img)
+	}
 	if format == "jpeg" {
 		rgb = Orient(rgb, JPEGOrientation(data))
 	}

@@ -1,5 +1,8 @@
 // Package imaging decodes untrusted uploaded images (JPEG, PNG, GIF, WebP, BMP) under a pixel
-// cap and encodes generated images as JPEG or PNG for responses.
+// cap and encodes generated images as JPEG, PNG or WebP for responses. It is the one entry
+// point of image decoding and encoding: JPEG goes to media/turbojpeg (libjpeg-turbo when the
+// library loads, Go's image/jpeg otherwise), WebP encoding to media/webp (libwebp or a pure-Go
+// lossless twin), the rest to Go's decoders and image/png.
 package imaging
 
 import (
@@ -7,14 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"image/jpeg"
 	"image/png"
+	"strings"
 
-	// Formats Decode accepts, registered with the image package.
+	// Formats Decode accepts besides JPEG, registered with the image package.
 	_ "image/gif"
+	_ "image/jpeg" // the pure-Go twin's format registration (DecodeConfig of odd JPEGs)
 
 	_ "golang.org/x/image/bmp"
 	_ "golang.org/x/image/webp"
+
+	"github.com/tenstorrent/tt-media-server-go/media/turbojpeg"
+	"github.com/tenstorrent/tt-media-server-go/media/webp"
 )
 
 // ErrTooLarge is returned by Decode when the image has more pixels than allowed.
@@ -23,22 +30,86 @@ var ErrTooLarge = errors.New("image too large")
 // ErrInvalidImage is returned by Decode for data that is not a decodable image.
 var ErrInvalidImage = errors.New("invalid image")
 
-// EncodeJPEG encodes img as a baseline (non-progressive) JPEG at quality q, 1-100; the Python
-// server uses PIL quality 85.
+// Format is an output image format.
+type Format string
+
+// Output formats Encode writes.
+const (
+	JPEG Format = "jpeg"
+	PNG  Format = "png"
+	WebP Format = "webp"
+)
+
+// ParseFormat maps a format name, in any case ("JPEG", "jpg", "png", "webp"), to a Format.
+func ParseFormat(name string) (Format, error) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "jpeg", "jpg":
+		return JPEG, nil
+	case "png":
+		return PNG, nil
+	case "webp":
+		return WebP, nil
+	}
+	return "", fmt.Errorf("unknown image format %q (jpeg, png or webp)", name)
+}
+
+// Encode encodes img in format f. quality is Pillow's: 1-100 for JPEG, 0-100 for WebP
+// (lossy with libwebp; the pure-Go twin is lossless and ignores it); PNG ignores it.
+func Encode(img image.Image, f Format, quality int) ([]byte, error) {
+	switch f {
+	case JPEG:
+		return EncodeJPEG(img, quality)
+	case PNG:
+		return EncodePNG(img)
+	case WebP:
+		return webp.Encode(img, quality)
+	}
+	return nil, fmt.Errorf("encode: unknown image format %q", f)
+}
+
+// EncodeJPEG encodes img as a baseline (non-progressive) JPEG at quality q, 1-100, with the
+// quantisation, chroma subsampling (4:2:0) and DCT of Pillow's save; the Python server uses
+// PIL quality 85.
 func EncodeJPEG(img image.Image, q int) ([]byte, error) {
 	if img == nil {
 		return nil, errors.New("encode jpeg: nil image")
 	}
-	if q < 1 || q > 100 {
-		return nil, fmt.Errorf("encode jpeg: quality %d outside 1-100", q)
+	return turbojpeg.Encode(img, q)
+}
+
+// UseNativeCodecs chooses, for the whole process, between the native libraries (true, the
+// default: libjpeg-turbo and libwebp when they load) and the pure-Go codecs (false), and
+// returns Codecs() after the choice. NATIVE_CODECS=off sets false at start-up.
+func UseNativeCodecs(on bool) string {
+	turbojpeg.SetEnabled(on)
+	webp.SetEnabled(on)
+	return Codecs()
+}
+
+// Codecs says which codec serves JPEG and WebP, e.g. "jpeg: libjpeg-turbo
+// (libturbojpeg.so.0); webp: libwebp (libwebp.so.7)", for the start-up log and /tt-liveness.
+func Codecs() string {
+	return "jpeg: " + turbojpeg.Describe() + "; webp: " + webp.Describe()
+}
+
+// CodecStatus is Codecs as fields: which path each codec takes ("native" or "go") and why.
+type CodecStatus struct {
+	JPEG       string `json:"jpeg"`
+	JPEGDetail string `json:"jpeg_detail"`
+	WebP       string `json:"webp"`
+	WebPDetail string `json:"webp_detail"`
+}
+
+// Status returns the codec paths in use.
+func Status() CodecStatus {
+	s := CodecStatus{JPEG: "go", JPEGDetail: turbojpeg.Describe(), WebP: "go", WebPDetail: webp.Describe()}
+	if turbojpeg.Native() {
+		s.JPEG = "native"
 	}
-	var buf bytes.Buffer
-	b := img.Bounds()
-	buf.Grow(b.Dx()*b.Dy()/4 + 1024)
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: q}); err != nil {
-		return nil, fmt.Errorf("encode jpeg: %w", err)
+	if webp.Native() {
+		s.WebP = "native"
 	}
-	return buf.Bytes(), nil
+	return s
 }
 
 // pngEncoder trades ~16 % larger files for twice the speed of the default level
@@ -63,6 +134,26 @@ func EncodePNG(img image.Image) ([]byte, error) {
 // before any pixel memory is allocated. Data that is not a decodable image, or whose decoder
 // fails or panics, gives ErrInvalidImage.
 func Decode(data []byte, maxPixels int) (img image.Image, format string, err error) {
+	return decode(data, DecodeOptions{MaxPixels: maxPixels})
+}
+
+// DecodeOptions modify DecodeRGBWith.
+type DecodeOptions struct {
+	// MaxPixels > 0 refuses, from the header, an image of more pixels (ErrTooLarge).
+	MaxPixels int
+	// DraftShortSide > 0 decodes a JPEG at the smallest DCT scale (1/2, 1/4, 1/8) whose shorter
+	// side stays at least this many pixels, as Pillow's Image.draft: much faster for large
+	// photos, not the same pixels as a full decode. Only the native JPEG decoder scales.
+	DraftShortSide int
+	// rgb asks the JPEG decoder for RGB even for greyscale.
+	rgb bool
+}
+
+// jpegMagic starts every JPEG (SOI then a marker).
+var jpegMagic = []byte{0xFF, 0xD8, 0xFF}
+
+// decode is the single decode entry point: header, limits, then the format's decoder.
+func decode(data []byte, o DecodeOptions) (img image.Image, format string, err error) {
 	if len(data) == 0 {
 		return nil, "", fmt.Errorf("%w: empty data", ErrInvalidImage)
 	}
@@ -72,6 +163,21 @@ func Decode(data []byte, maxPixels int) (img image.Image, format string, err err
 			img, format, err = nil, "", fmt.Errorf("%w: decoder panic: %v", ErrInvalidImage, r)
 		}
 	}()
+	maxPixels := o.MaxPixels
+	if bytes.HasPrefix(data, jpegMagic) {
+		h, err := turbojpeg.DecodeHeader(data)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: jpeg: %w", ErrInvalidImage, err)
+		}
+		if maxPixels > 0 && int64(h.Width)*int64(h.Height) > int64(maxPixels) {
+			return nil, "", fmt.Errorf("%w: %dx%d jpeg is over %d pixels", ErrTooLarge, h.Width, h.Height, maxPixels)
+		}
+		img, _, err := turbojpeg.Decode(data, turbojpeg.DecodeOptions{MinShortSide: o.DraftShortSide, RGB: o.rgb})
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: jpeg: %w", ErrInvalidImage, err)
+		}
+		return img, "jpeg", nil
+	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidImage, err)

@@ -109,6 +109,14 @@ function checkSegments(segments, duration) {
     assert.notEqual(res.data[0].b64_json, res.data[1].b64_json, 'seed+i per image');
   });
 
+  await check('images.generate webp with output_compression', async () => {
+    const res = await image.images.generate({ prompt: 'a red fox', output_format: 'webp', output_compression: 60 });
+    assert.equal(res.output_format, 'webp');
+    const b = Buffer.from(res.data[0].b64_json, 'base64');
+    assert.equal(b.subarray(0, 4).toString(), 'RIFF');
+    assert.equal(b.subarray(8, 12).toString(), 'WEBP');
+  });
+
   await check('transcriptions json', async () => {
     const t = await audio.audio.transcriptions.create({ file: await speech(), model: 'whisper-1', language: 'en', temperature: 0 });
     assert.ok(t.text.length > 0);

@@ -27,6 +27,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/stretchr/testify/require"
+	xwebp "golang.org/x/image/webp"
 )
 
 const apiKey = "sdk-test-key"
@@ -107,6 +108,21 @@ func TestGoSDK(t *testing.T) {
 		require.NotEqual(t, res.Data[0].B64JSON, res.Data[1].B64JSON, "the n images of one request differ")
 		require.Equal(t, openai.ImagesResponseOutputFormatJPEG, res.OutputFormat)
 		require.Equal(t, openai.ImagesResponseSize1024x1024, res.Size)
+	})
+
+	t.Run("images.generate webp", func(t *testing.T) {
+		res, err := img.Images.Generate(ctx, openai.ImageGenerateParams{
+			Prompt: "a volcano on a beach", OutputFormat: openai.ImageGenerateParamsOutputFormatWebP,
+			OutputCompression: openai.Int(70),
+		})
+		require.NoError(t, err)
+		require.Len(t, res.Data, 1)
+		raw, err := base64.StdEncoding.DecodeString(res.Data[0].B64JSON)
+		require.NoError(t, err)
+		cfg, err := xwebp.DecodeConfig(bytes.NewReader(raw))
+		require.NoError(t, err)
+		require.Equal(t, [2]int{1024, 1024}, [2]int{cfg.Width, cfg.Height})
+		require.Equal(t, openai.ImagesResponseOutputFormatWebP, res.OutputFormat)
 	})
 
 	t.Run("transcriptions json and verbose_json", func(t *testing.T) {
@@ -358,7 +374,7 @@ func TestNodeSDK(t *testing.T) {
 	t.Logf("node %s:\n%s", mustVersion(node), out)
 	require.NoError(t, err, "conformance.cjs failed")
 	require.NotContains(t, string(out), "FAIL")
-	require.Equal(t, 28, strings.Count(string(out), "\nok ")+boolInt(strings.HasPrefix(string(out), "ok ")), "every check ran")
+	require.Equal(t, 29, strings.Count(string(out), "\nok ")+boolInt(strings.HasPrefix(string(out), "ok ")), "every check ran")
 }
 
 func boolInt(b bool) int {

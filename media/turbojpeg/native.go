@@ -1,0 +1,233 @@
+//go:build cgo && !nonative
+
+package turbojpeg
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+// The TurboJPEG 2.x prototypes this package uses (libjpeg-turbo 2.0+, turbojpeg.h), declared
+// here so that building needs no header: the library is opened at run time.
+typedef void *tt_tjhandle;
+static tt_tjhandle (*tt_tjInitDecompress)(void);
+static tt_tjhandle (*tt_tjInitCompress)(void);
+static int (*tt_tjDestroy)(tt_tjhandle);
+static int (*tt_tjDecompressHeader3)(tt_tjhandle, const unsigned char *, unsigned long, int *, int *, int *, int *);
+static int (*tt_tjDecompress2)(tt_tjhandle, const unsigned char *, unsigned long, unsigned char *, int, int, int, int, int);
+static int (*tt_tjCompress2)(tt_tjhandle, const unsigned char *, int, int, int, int, unsigned char **, unsigned long *, int, int, int);
+static void (*tt_tjFree)(unsigned char *);
+static char *(*tt_tjGetErrorStr2)(tt_tjhandle);
+static int (*tt_tjGetErrorCode)(tt_tjhandle);
+
+static void *tt_tj_lib;
+
+// tt_tj_load opens name and resolves every symbol; it returns NULL or the reason.
+static const char *tt_tj_load(const char *name) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) return dlerror();
+#define TT_SYM(v, s) if ((*(void **)(&v) = dlsym(h, s)) == NULL) { dlclose(h); return "symbol " s " missing (TurboJPEG 2.0 or newer needed)"; }
+	TT_SYM(tt_tjInitDecompress, "tjInitDecompress")
+	TT_SYM(tt_tjInitCompress, "tjInitCompress")
+	TT_SYM(tt_tjDestroy, "tjDestroy")
+	TT_SYM(tt_tjDecompressHeader3, "tjDecompressHeader3")
+	TT_SYM(tt_tjDecompress2, "tjDecompress2")
+	TT_SYM(tt_tjCompress2, "tjCompress2")
+	TT_SYM(tt_tjFree, "tjFree")
+	TT_SYM(tt_tjGetErrorStr2, "tjGetErrorStr2")
+	TT_SYM(tt_tjGetErrorCode, "tjGetErrorCode")
+#undef TT_SYM
+	tt_tj_lib = h;
+	return NULL;
+}
+
+static tt_tjhandle tt_init_decompress(void) { return tt_tjInitDecompress(); }
+static tt_tjhandle tt_init_compress(void) { return tt_tjInitCompress(); }
+static void tt_destroy(tt_tjhandle h) { tt_tjDestroy(h); }
+static const char *tt_error(tt_tjhandle h) { return tt_tjGetErrorStr2(h); }
+static int tt_error_code(tt_tjhandle h) { return tt_tjGetErrorCode(h); }
+static int tt_header(tt_tjhandle h, const unsigned char *buf, unsigned long n, int *w, int *ht, int *ss, int *cs) {
+	return tt_tjDecompressHeader3(h, buf, n, w, ht, ss, cs);
+}
+static int tt_decompress(tt_tjhandle h, const unsigned char *buf, unsigned long n, unsigned char *dst, int w, int pitch, int ht, int pf, int flags) {
+	return tt_tjDecompress2(h, buf, n, dst, w, pitch, ht, pf, flags);
+}
+// tt_compress compresses into a buffer TurboJPEG allocates; the caller copies it out and
+// calls tt_free.
+static int tt_compress(tt_tjhandle h, const unsigned char *src, int w, int pitch, int ht, int pf, unsigned char **out, unsigned long *n, int ss, int q, int flags) {
+	*out = NULL; *n = 0;
+	return tt_tjCompress2(h, src, w, pitch, ht, pf, out, n, ss, q, flags);
+}
+static void tt_free(unsigned char *p) { tt_tjFree(p); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"image/draw"
+	"runtime"
+	"unsafe"
+)
+
+// TurboJPEG constants (turbojpeg.h, 2.x).
+const (
+	tjpfRGBA = 7
+	tjpfGray = 6
+
+	tjsamp420  = 2
+	tjsampGray = 3
+
+	tjcsGray = 2
+	tjcsCMYK = 3
+	tjcsYCCK = 4
+
+	tjflagAccurateDCT = 4096
+	tjerrWarning      = 0
+)
+
+func nativeLoad(name string) error {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	if msg := C.tt_tj_load(cs); msg != nil {
+		return errors.New(C.GoString(msg))
+	}
+	return nil
+}
+
+// handles keeps TurboJPEG instances for reuse (an instance is not safe for concurrent use);
+// at most cap(...) idle ones are kept, the rest destroyed.
+var (
+	decompressors = make(chan C.tt_tjhandle, 2*runtime.GOMAXPROCS(0))
+	compressors   = make(chan C.tt_tjhandle, 2*runtime.GOMAXPROCS(0))
+)
+
+func getHandle(pool chan C.tt_tjhandle, compress bool) (C.tt_tjhandle, error) {
+	select {
+	case h := <-pool:
+		return h, nil
+	default:
+	}
+	var h C.tt_tjhandle
+	if compress {
+		h = C.tt_init_compress()
+	} else {
+		h = C.tt_init_decompress()
+	}
+	if h == nil {
+		return nil, errors.New("libturbojpeg: cannot create an instance")
+	}
+	return h, nil
+}
+
+func putHandle(pool chan C.tt_tjhandle, h C.tt_tjhandle) {
+	select {
+	case pool <- h:
+	default:
+		C.tt_destroy(h)
+	}
+}
+
+func bufPtr(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func nativeHeader(data []byte) (Header, error) {
+	if len(data) == 0 {
+		return Header{}, fmt.Errorf("%w: empty data", ErrInvalid)
+	}
+	h, err := getHandle(decompressors, false)
+	if err != nil {
+		return Header{}, err
+	}
+	defer putHandle(decompressors, h)
+	var w, ht, ss, cs C.int
+	if C.tt_header(h, bufPtr(data), C.ulong(len(data)), &w, &ht, &ss, &cs) != 0 {
+		return Header{}, fmt.Errorf("%w: %s", ErrInvalid, C.GoString(C.tt_error(h)))
+	}
+	if w <= 0 || ht <= 0 {
+		return Header{}, fmt.Errorf("%w: %dx%d pixels", ErrInvalid, w, ht)
+	}
+	return Header{Width: int(w), Height: int(ht), Gray: cs == tjcsGray, CMYK: cs == tjcsCMYK || cs == tjcsYCCK}, nil
+}
+
+// nativeDecode decodes at scale 1/denom (TurboJPEG's TJSCALED rounding up).
+func nativeDecode(data []byte, hd Header, denom int, rgb bool) (image.Image, error) {
+	w, ht := (hd.Width+denom-1)/denom, (hd.Height+denom-1)/denom
+	h, err := getHandle(decompressors, false)
+	if err != nil {
+		return nil, err
+	}
+	defer putHandle(decompressors, h)
+	var img image.Image
+	var pix []byte
+	var stride, pf int
+	if hd.Gray && !rgb {
+		g := image.NewGray(image.Rect(0, 0, w, ht))
+		img, pix, stride, pf = g, g.Pix, g.Stride, tjpfGray
+	} else {
+		// RGBA output: libjpeg-turbo writes 0xFF alpha, so the result is an opaque NRGBA.
+		m := image.NewNRGBA(image.Rect(0, 0, w, ht))
+		img, pix, stride, pf = m, m.Pix, m.Stride, tjpfRGBA
+	}
+	// Flags 0: accurate integer IDCT and fancy upsampling, libjpeg's (and Pillow's) defaults.
+	if C.tt_decompress(h, bufPtr(data), C.ulong(len(data)), bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), 0) != 0 {
+		// A warning (e.g. premature end of data, extraneous bytes) leaves a complete image
+		// whose missing part is grey, as libjpeg hands it to Pillow; only fatal errors fail.
+		if C.tt_error_code(h) != tjerrWarning {
+			return nil, fmt.Errorf("%w: %s", ErrInvalid, C.GoString(C.tt_error(h)))
+		}
+	}
+	return img, nil
+}
+
+func nativeEncode(img image.Image, quality int) ([]byte, error) {
+	b := img.Bounds()
+	w, ht := b.Dx(), b.Dy()
+	var pix []byte
+	var stride, pf, ss int
+	switch m := img.(type) {
+	case *image.Gray:
+		pix, stride, pf, ss = m.Pix[m.PixOffset(b.Min.X, b.Min.Y):], m.Stride, tjpfGray, tjsampGray
+	case *image.RGBA:
+		// Premultiplied: the stored colour is what image/jpeg encodes.
+		pix, stride, pf, ss = m.Pix[m.PixOffset(b.Min.X, b.Min.Y):], m.Stride, tjpfRGBA, tjsamp420
+	default:
+		if m, ok := img.(*image.NRGBA); ok && opaque(m) {
+			pix, stride, pf, ss = m.Pix[m.PixOffset(b.Min.X, b.Min.Y):], m.Stride, tjpfRGBA, tjsamp420
+			break
+		}
+		c := image.NewRGBA(image.Rect(0, 0, w, ht))
+		draw.Draw(c, c.Rect, img, b.Min, draw.Src)
+		pix, stride, pf, ss = c.Pix, c.Stride, tjpfRGBA, tjsamp420
+	}
+	h, err := getHandle(compressors, true)
+	if err != nil {
+		return nil, err
+	}
+	defer putHandle(compressors, h)
+	var out *C.uchar
+	var n C.ulong
+	rc := C.tt_compress(h, bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), &out, &n, C.int(ss), C.int(quality), tjflagAccurateDCT)
+	if out != nil {
+		defer C.tt_free(out)
+	}
+	if rc != 0 {
+		return nil, fmt.Errorf("encode jpeg: %s", C.GoString(C.tt_error(h)))
+	}
+	return C.GoBytes(unsafe.Pointer(out), C.int(n)), nil
+}
+
+// opaque reports whether every pixel of m has alpha 255.
+func opaque(m *image.NRGBA) bool {
+	b := m.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		row := m.Pix[m.PixOffset(b.Min.X, y) : m.PixOffset(b.Min.X, y)+4*b.Dx()]
+		for i := 3; i < len(row); i += 4 {
+			if row[i] != 0xFF {
+				return false
+			}
+		}
+	}
+	return true
+}
