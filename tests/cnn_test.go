@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/media/turbojpeg"
 )
 
 const cnnPath = "/cnn/search-image"
@@ -169,4 +171,46 @@ func TestCNN(t *testing.T) {
 		r := do(t, http.MethodPost, s.URL+cnnPath, []byte(promptBody(pngData)), "Content-Type", "application/json")
 		require.Equalf(t, http.StatusUnauthorized, r.Status, "%s", r)
 	})
+}
+
+// TestCodecPaths runs the binary on both codec paths (NATIVE_CODECS=auto, the default, and
+// off) and in fast mode (CNN_FAST_PREPROCESS): each says at start-up and in /tt-liveness which
+// JPEG/WebP codecs serve, classifies a JPEG and returns a WebP.
+func TestCodecPaths(t *testing.T) {
+	t.Parallel()
+	nativeJPEG := turbojpeg.Load() == nil
+	if os.Getenv("CI") == "true" {
+		require.True(t, nativeJPEG, "CI installs libturbojpeg0 (scripts/install-codecs.sh): %v", turbojpeg.Load())
+	}
+	photo := encodeJPEG(t, drawPicture(1200, 900, color.RGBA{20, 40, 220, 255}))
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string // image_codecs.jpeg
+	}{
+		{"auto", map[string]string{}, map[bool]string{true: "native", false: "go"}[nativeJPEG]},
+		{"off", map[string]string{"NATIVE_CODECS": "off"}, "go"},
+		{"fast", map[string]string{"CNN_FAST_PREPROCESS": "true"}, map[bool]string{true: "native", false: "go"}[nativeJPEG]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"MODEL_RUNNER": "tt-xla-resnet"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			s := startServer(t, env)
+			r := s.get(t, "/tt-liveness")
+			var raw struct {
+				Codecs map[string]string `json:"image_codecs"`
+			}
+			r.JSON(t, &raw)
+			require.Equal(t, tc.want, raw.Codecs["jpeg"], "%s", r)
+			require.Contains(t, s.stderr.String(), "image codecs", "said once at start-up")
+			require.Equal(t, 1, strings.Count(s.stderr.String(), "msg=\"image codecs\""))
+			if tc.want == "go" {
+				require.Contains(t, raw.Codecs["jpeg_detail"], "pure Go")
+			}
+			requireClassification(t, s.postJSON(t, cnnPath, fmt.Sprintf(`{"prompt":"%s"}`, base64.StdEncoding.EncodeToString(photo))), imagenetLabels(t))
+		})
+	}
 }
