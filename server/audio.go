@@ -38,19 +38,22 @@ type audioUpload struct {
 
 // parseAudioUpload reads multipart (file, stream, is_preprocessing_enabled) or JSON
 // {"file": base64, "stream", "is_preprocessing_enabled"}, as the Python server does.
-func parseAudioUpload(r *http.Request) (*audioUpload, error) {
+// pre, when not nil, is the JSON body already decoded (by the dialect check).
+func parseAudioUpload(r *http.Request, pre *body) (*audioUpload, error) {
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch {
 	case ct == "multipart/form-data":
 		return parseAudioMultipart(r, params["boundary"])
 	case strings.Contains(ct, "application/json"):
-		data, err := io.ReadAll(r.Body)
-		if err != nil {
-			return nil, bodyErr(err)
-		}
-		b, err := parseBody(data)
-		if err != nil {
-			return nil, err
+		b := pre
+		if b == nil {
+			data, err := io.ReadAll(r.Body)
+			if err != nil {
+				return nil, bodyErr(err)
+			}
+			if b, err = parseBody(data); err != nil {
+				return nil, err
+			}
 		}
 		up := &audioUpload{}
 		file, ok := b.str("file", true)
@@ -60,6 +63,7 @@ func parseAudioUpload(r *http.Request) (*audioUpload, error) {
 			return nil, err
 		}
 		if ok {
+			var err error
 			if up.file, err = decodeBase64(file); err != nil {
 				return nil, httpErr(http.StatusBadRequest, "Field 'file' is not valid base64: %v", err)
 			}
@@ -194,9 +198,18 @@ func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (*runners.Au
 	return req, nil
 }
 
-// handleAudio serves POST /audio/transcriptions.
-func (s *Server) handleAudio(c *gin.Context) {
-	up, err := parseAudioUpload(c.Request)
+// handlePythonAudio serves the Python dialect of POST /audio/transcriptions and of
+// /v1/audio/transcriptions|translations; task is the route's.
+func (s *Server) handlePythonAudio(task string) gin.HandlerFunc {
+	return func(c *gin.Context) { s.handleAudio(c, task) }
+}
+
+func (s *Server) handleAudio(c *gin.Context, task string) {
+	var pre *body
+	if sb := sniffed(c); sb != nil {
+		pre = sb.json
+	}
+	up, err := parseAudioUpload(c.Request, pre)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -205,6 +218,9 @@ func (s *Server) handleAudio(c *gin.Context) {
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if task != taskTranscribe {
+		req.Task = task
 	}
 	start := time.Now()
 	if !req.Stream {

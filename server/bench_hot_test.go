@@ -237,7 +237,7 @@ func BenchmarkParse(b *testing.B) {
 	b.Run("image_json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := parseImageRequest(imageBody, 20); err != nil {
+			if _, err := parseImageRequest(imageBody, imageDefaults{steps: 20}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -250,7 +250,7 @@ func BenchmarkParse(b *testing.B) {
 		for b.Loop() {
 			req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(form))
 			req.Header.Set("Content-Type", ct)
-			if _, err := parseAudioUpload(req); err != nil {
+			if _, err := parseAudioUpload(req, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

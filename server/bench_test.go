@@ -17,7 +17,7 @@ func BenchmarkParseAudioJSON(b *testing.B) {
 	for b.Loop() {
 		req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		if _, err := parseAudioUpload(req); err != nil {
+		if _, err := parseAudioUpload(req, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

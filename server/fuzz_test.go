@@ -39,7 +39,7 @@ func FuzzImageRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := parseImageRequest(data, 20)
+		r, err := parseImageRequest(data, imageDefaults{steps: 20})
 		requireClientError(t, err)
 		if err != nil {
 			return
@@ -58,7 +58,7 @@ func FuzzAudioUploadJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(data))
 		req.Header.Set("Content-Type", "application/json")
-		_, err := parseAudioUpload(req)
+		_, err := parseAudioUpload(req, nil)
 		requireClientError(t, err)
 	})
 }
@@ -80,7 +80,7 @@ func FuzzMultipart(f *testing.F) {
 			func() error {
 				req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(data))
 				req.Header.Set("Content-Type", "multipart/form-data; boundary=zz")
-				_, err := parseAudioUpload(req)
+				_, err := parseAudioUpload(req, nil)
 				return err
 			},
 			func() error {

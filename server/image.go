@@ -5,10 +5,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"image"
-	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -25,17 +26,53 @@ const maxPromptChars = 4096
 type imageRequest struct {
 	runners.ImageRequest
 	NumberOfImages int
+	// ReturnFormat ("JPEG" or "PNG") and Quality (JPEG quality) are how the images are
+	// encoded: HEAD's per-request image_return_format and image_quality, defaulting to
+	// IMAGE_RETURN_FORMAT and IMAGE_QUALITY.
+	ReturnFormat string
+	Quality      int
 }
 
-// parseImageRequest validates the body like the Python server's ImageGenerateRequest.
-func parseImageRequest(data []byte, defaultSteps int) (*imageRequest, error) {
+// imageDefaults are the settings a Python-dialect image request falls back on.
+type imageDefaults struct {
+	steps   int    // NUM_INFERENCE_STEPS
+	runner  string // MODEL_RUNNER: decides the num_inference_steps floor
+	format  string // IMAGE_RETURN_FORMAT
+	quality int    // IMAGE_QUALITY
+}
+
+// defaultGuidanceScale is HEAD's ImageGenerateRequest default (the seed's schema required it).
+const defaultGuidanceScale = 5.0
+
+// minStepsSchema is HEAD's schema bound of num_inference_steps (ge=4); the runner's own floor
+// (minStepsFor) is checked after it, as HEAD's field validator does.
+const minStepsSchema = 4
+
+// minStepsFor is the num_inference_steps floor of a runner: 12 for SDXL and SD3.5 (and the
+// mock runners standing in for them), as HEAD's validator has it for every runner that is
+// not Flux (4) or z-image-turbo (none); none of those is served here.
+func minStepsFor(runner string) int {
+	_ = runner // every runner served here has the default floor
+	return 12
+}
+
+// parseImageRequest validates the body like the Python server's (HEAD) ImageGenerateRequest.
+func parseImageRequest(data []byte, d imageDefaults) (*imageRequest, error) {
 	b, err := parseBody(data)
 	if err != nil {
 		return nil, err
 	}
-	r := &imageRequest{NumberOfImages: 1}
-	r.NumInferenceSteps = defaultSteps
-	if defaultSteps < 12 || defaultSteps > 50 {
+	r := &imageRequest{NumberOfImages: 1, ReturnFormat: "JPEG", Quality: 85}
+	if strings.EqualFold(d.format, "PNG") {
+		r.ReturnFormat = "PNG"
+	}
+	if d.quality >= 1 && d.quality <= 100 {
+		r.Quality = d.quality
+	}
+	r.GuidanceScale = defaultGuidanceScale
+	r.NumInferenceSteps = d.steps
+	floor := minStepsFor(d.runner)
+	if d.steps < floor || d.steps > 50 {
 		r.NumInferenceSteps = 20
 	}
 	r.Prompt, _ = b.strMax("prompt", true, maxPromptChars)
@@ -43,14 +80,31 @@ func parseImageRequest(data []byte, defaultSteps int) (*imageRequest, error) {
 	r.Prompt2, _ = b.strMax("prompt_2", false, maxPromptChars)
 	r.NegativePrompt2, _ = b.strMax("negative_prompt_2", false, maxPromptChars)
 	if v := b.int("num_inference_steps"); v != nil {
-		if b.rangeCheck("num_inference_steps", float64(*v), 12, 50, false, rawInput(b, "num_inference_steps")) {
+		raw := rawInput(b, "num_inference_steps")
+		switch {
+		case !b.rangeCheck("num_inference_steps", float64(*v), minStepsSchema, 50, false, raw):
+		case *v < int64(floor):
+			b.add("value_error", []any{"num_inference_steps"}, fmt.Sprintf("Value error, num_inference_steps must be >= %d for %s, got %d", floor, d.runner, *v), raw, map[string]any{"error": map[string]any{}})
+		default:
 			r.NumInferenceSteps = int(*v)
 		}
 	}
 	if v := b.int("seed"); v != nil {
 		r.Seed = v
 	}
-	if v := b.float("guidance_scale", true); v != nil {
+	if v, ok := b.str("image_return_format", false); ok {
+		if v != "JPEG" && v != "PNG" {
+			b.add("value_error", []any{"image_return_format"}, "Value error, image_return_format must be 'JPEG' or 'PNG'", v, map[string]any{"error": map[string]any{}})
+		} else {
+			r.ReturnFormat = v
+		}
+	}
+	if v := b.int("image_quality"); v != nil {
+		if b.rangeCheck("image_quality", float64(*v), 50, 100, false, rawInput(b, "image_quality")) {
+			r.Quality = int(*v)
+		}
+	}
+	if v := b.float("guidance_scale", false); v != nil {
 		if b.rangeCheck("guidance_scale", *v, 1, 20, true, rawInput(b, "guidance_scale")) {
 			r.GuidanceScale = *v
 		}
@@ -90,10 +144,30 @@ func parseImageRequest(data []byte, defaultSteps int) (*imageRequest, error) {
 	}
 	r.Timesteps = b.floats("timesteps")
 	r.Sigmas = b.floats("sigmas")
+	lora, hasLora := b.str("lora_path", false)
+	loraScale := b.float("lora_scale", false)
+	if loraScale != nil {
+		b.rangeCheck("lora_scale", *loraScale, 0, 2, true, rawInput(b, "lora_scale"))
+	}
 	if err := b.err(); err != nil {
 		return nil, err
 	}
+	switch {
+	case hasLora:
+		return nil, httpErr(http.StatusBadRequest, "lora_path %q: LoRA adapters are not supported by this server yet; send the request without lora_path and lora_scale", shorten(lora))
+	case loraScale != nil:
+		return nil, httpErr(http.StatusBadRequest, "lora_scale: LoRA adapters are not supported by this server yet (and lora_scale needs a lora_path); send the request without it")
+	}
 	return r, nil
+}
+
+// encoder encodes as the request's image_return_format and image_quality ask.
+func (r *imageRequest) encoder() func(image.Image) ([]byte, error) {
+	if r.ReturnFormat == "PNG" {
+		return imaging.EncodePNG
+	}
+	q := r.Quality
+	return func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
 }
 
 func rawInput(b *body, name string) any {
@@ -103,12 +177,13 @@ func rawInput(b *body, name string) any {
 
 // handleImage serves POST /image/generations: {"images": [base64 JPEG, ...]}.
 func (s *Server) handleImage(c *gin.Context) {
-	data, err := io.ReadAll(c.Request.Body)
+	data, err := readBody(c)
 	if err != nil {
-		s.fail(c, bodyErr(err))
+		s.fail(c, err)
 		return
 	}
-	req, err := parseImageRequest(data, s.cfg.NumInferenceSteps)
+	req, err := parseImageRequest(data, imageDefaults{steps: s.cfg.NumInferenceSteps,
+		runner: s.pool(runners.ServiceImage).Runner, format: s.cfg.ImageReturnFormat, quality: s.cfg.ImageQuality})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -117,7 +192,8 @@ func (s *Server) handleImage(c *gin.Context) {
 		s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
 		return
 	}
-	images, err := s.generate(c.Request.Context(), req)
+	start := time.Now()
+	images, err := s.generateWith(c.Request.Context(), req, req.encoder())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -125,18 +201,19 @@ func (s *Server) handleImage(c *gin.Context) {
 	if s.metrics != nil {
 		s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
 	}
-	c.JSON(http.StatusOK, gin.H{"images": images})
+	writeJSON(c, http.StatusOK, imageGenerateResponse{Images: images, GenerationTime: math.Round(time.Since(start).Seconds()*100) / 100})
 }
 
-// generate fans number_of_images out to parallel single-image jobs (seed+i when a seed is
-// given, as the Python server does), encodes each image, and returns them in order. The first
-// failure cancels the other jobs instead of letting them waste device time.
-func (s *Server) generate(ctx context.Context, req *imageRequest) ([]string, error) {
-	return s.generateWith(ctx, req, s.encodeConfigured)
+// imageGenerateResponse is HEAD's image answer: the images and the seconds they took
+// (rounded to 2 decimals, as Python's round(t, 2)).
+type imageGenerateResponse struct {
+	Images         []string `json:"images"`
+	GenerationTime float64  `json:"generation_time"`
 }
 
-// generateWith is generate with the caller's image encoder (the OpenAI route encodes as the
-// request's output_format asks).
+// generateWith fans number_of_images out to parallel single-image jobs (seed+i when a seed is
+// given, as the Python server does), encodes each image with encode, and returns them in
+// order. The first failure cancels the other jobs instead of letting them waste device time.
 func (s *Server) generateWith(ctx context.Context, req *imageRequest, encode func(image.Image) ([]byte, error)) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -183,12 +260,4 @@ func (s *Server) generateOne(ctx context.Context, req *runners.ImageRequest, enc
 		return "", fmt.Errorf("encode image: %w", err)
 	}
 	return base64.StdEncoding.EncodeToString(enc), nil
-}
-
-// encodeConfigured encodes as IMAGE_RETURN_FORMAT and IMAGE_QUALITY say.
-func (s *Server) encodeConfigured(img image.Image) ([]byte, error) {
-	if strings.EqualFold(s.cfg.ImageReturnFormat, "PNG") {
-		return imaging.EncodePNG(img)
-	}
-	return imaging.EncodeJPEG(img, s.cfg.ImageQuality)
 }

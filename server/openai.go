@@ -1,7 +1,8 @@
 package server
 
 // The OpenAI-compatible API under /v1: images/generations, audio/transcriptions,
-// audio/translations and models, answered in OpenAI's shapes and error envelope. The handlers
+// audio/translations and models, answered in OpenAI's shapes and error envelope. The image and
+// audio routes also speak the Python server's dialect (dialect.go). The handlers
 // share the request decoding, scheduling and encoding of the Python-shaped routes; only the
 // wire format differs. What we accept, ignore or refuse of OpenAI's fields is documented at
 // each parser.
@@ -153,11 +154,15 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 		all.ids = append(all.ids, models.ids...)
 		switch p.Service {
 		case runners.ServiceImage:
-			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleOpenAIImage(models))
+			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(),
+				s.dialectRoute(imageGenerationsRule, s.handleImage, s.handleOpenAIImage(models)))
 		case runners.ServiceAudio:
 			limit := s.limitBody(s.maxAudioBody())
-			g.POST("/audio/transcriptions", auth, limited, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranscribe))
-			g.POST("/audio/translations", auth, limited, deadline, limit, s.idempotency(), s.handleOpenAIAudio(models, taskTranslate))
+			for _, task := range []string{taskTranscribe, taskTranslate} {
+				path := map[string]string{taskTranscribe: "/audio/transcriptions", taskTranslate: "/audio/translations"}[task]
+				g.POST(path, auth, limited, deadline, limit, s.idempotency(),
+					s.dialectRoute(audioRule, s.handlePythonAudio(task), s.handleOpenAIAudio(models, task)))
+			}
 		}
 	}
 	models := all

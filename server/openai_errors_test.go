@@ -68,7 +68,7 @@ func TestIdempotencyEnvelopeByRoute(t *testing.T) {
 		path, first, second string
 		openAI              bool
 	}{
-		{"/v1/images/generations", `{"prompt":"a"}`, `{"prompt":"b"}`, true},
+		{"/v1/images/generations", `{"prompt":"a","model":"dall-e-3"}`, `{"prompt":"b","model":"dall-e-3"}`, true},
 		{"/image/generations", `{"prompt":"a","guidance_scale":5}`, `{"prompt":"b","guidance_scale":5}`, false},
 	}
 	for _, tc := range tests {

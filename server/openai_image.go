@@ -2,7 +2,6 @@ package server
 
 import (
 	"image"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -212,9 +211,9 @@ type openAIImagesResponse struct {
 // handleOpenAIImage serves POST /v1/images/generations.
 func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		data, err := io.ReadAll(c.Request.Body)
+		data, err := readBody(c)
 		if err != nil {
-			s.failOpenAI(c, bodyErr(err))
+			s.failOpenAI(c, err)
 			return
 		}
 		req, err := parseOpenAIImageRequest(data, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)

@@ -191,7 +191,7 @@ func TestOpenAITranscriptionFormatsAndGranularities(t *testing.T) {
 		{name: "srt with word", fields: []string{"model", "whisper-1", "response_format", "srt", "timestamp_granularities[]", "word"}, status: 400, errParam: "timestamp_granularities"},
 		{name: "json with segment is fine", fields: []string{"model", "whisper-1", "timestamp_granularities[]", "segment"}, status: 200, ctype: "application/json"},
 		{name: "bad granularity", fields: []string{"model", "whisper-1", "response_format", "verbose_json", "timestamp_granularities[]", "char"}, status: 400, errParam: "timestamp_granularities"},
-		{name: "missing model", fields: nil, status: 400, errParam: "model"},
+		{name: "missing model", fields: []string{"language", "en"}, status: 400, errParam: "model"},
 		{name: "bad format", fields: []string{"model", "whisper-1", "response_format", "diarized_json"}, status: 400, errParam: "response_format"},
 		{name: "bad temperature", fields: []string{"model", "whisper-1", "temperature", "1.5"}, status: 400, errParam: "temperature"},
 		{name: "bad language", fields: []string{"model", "whisper-1", "language", "xx"}, status: 400, errParam: "language"},
@@ -455,7 +455,13 @@ func TestOpenAIImageGeneration(t *testing.T) {
 		{`{"prompt":`, nil},
 	}
 	for _, tc := range bad {
-		w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(tc.body))
+		// Bodies without an OpenAI-only field are OpenAI's when an OpenAI SDK sends them.
+		req := httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		req.Header.Set("X-Stainless-Lang", "js")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
 		require.Equal(t, 400, w.Code, "%s: %s", tc.body, w.Body.String())
 		msg := requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", tc.param, nil)
 		if tc.param == "size" {
@@ -487,7 +493,7 @@ func TestOpenAIErrorStatuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) { return nil, tc.err }}
 			h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", f)
-			w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a"}`))
+			w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","n":1}`))
 			require.Equal(t, tc.status, w.Code, w.Body.String())
 			requireEnvelope(t, w.Body.Bytes(), tc.typ, nil, tc.code)
 			require.Equal(t, tc.retry, w.Header().Get("Retry-After"))
@@ -571,15 +577,20 @@ func TestOpenAIModels(t *testing.T) {
 	}
 }
 
-func TestOpenAIRoutesReplacePythonShapesUnderV1(t *testing.T) {
+func TestV1RoutesSpeakBothDialects(t *testing.T) {
 	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
-	// The Python route keeps its shape; /v1 answers OpenAI's.
+	// The legacy route answers the Python shape; /v1 answers each dialect in its own.
 	w := do(h, "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5}`))
 	require.Equal(t, 200, w.Code, w.Body.String())
 	require.Contains(t, w.Body.String(), `"images"`)
-	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a"}`))
+	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","size":"1024x1024"}`))
 	require.Equal(t, 200, w.Code, w.Body.String())
 	require.Contains(t, w.Body.String(), `"data"`)
+	require.Equal(t, "openai", w.Header().Get(dialectHeader))
+	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","number_of_images":2}`))
+	require.Equal(t, 200, w.Code, w.Body.String())
+	require.Contains(t, w.Body.String(), `"images"`)
+	require.Equal(t, "python", w.Header().Get(dialectHeader))
 	// The CNN route stays Python-shaped under /v1.
 	h = newOpenAIServer(runners.ServiceCNN, "tt-xla-resnet", &fakeSched{ready: true})
 	w = do(h, "POST", "/v1/cnn/search-image", "application/json", "", []byte(`{}`))

@@ -194,15 +194,21 @@ func (s *Server) routes() *gin.Engine {
 	deadline := s.requestDeadline()
 	for _, p := range s.pools {
 		switch p.Service {
+		// Legacy paths speak the Python dialect only and carry deprecation headers (dialect.go);
+		// their /v1 successors speak both dialects (openaiRoutes).
 		case runners.ServiceImage:
-			r.POST("/image/generations", authed, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(), s.handleImage)
+			const v1 = "/v1/images/generations"
+			r.POST("/image/generations", deprecated(v1), authed, limited, deadline, s.limitBody(maxJSONBody),
+				s.pythonOnly(imageGenerationsRule, v1), s.idempotency(), s.handleImage)
 		case runners.ServiceAudio:
-			r.POST("/audio/transcriptions", authed, limited, deadline, s.limitBody(s.maxAudioBody()), s.idempotency(), s.handleAudio)
+			const v1 = "/v1/audio/transcriptions"
+			r.POST("/audio/transcriptions", deprecated(v1), authed, limited, deadline, s.limitBody(s.maxAudioBody()),
+				s.pythonOnly(audioRule, v1), s.idempotency(), s.handlePythonAudio(taskTranscribe))
 		case runners.ServiceCNN:
-			// CNN has no OpenAI counterpart: /v1 serves the Python shape too.
-			for _, prefix := range []string{"", "/v1"} {
-				r.POST(prefix+"/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
-			}
+			// CNN has no OpenAI counterpart: /v1 serves the Python dialect only.
+			r.POST("/cnn/search-image", deprecated("/v1/cnn/search-image"), authed, limited, deadline,
+				s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
+			r.POST("/v1/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
 		}
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).

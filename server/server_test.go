@@ -102,8 +102,21 @@ func TestParseImageRequest(t *testing.T) {
 			check: func(t *testing.T, r *imageRequest) { require.Equal(t, 1, r.NumberOfImages) }},
 		{name: "unknown fields ignored", body: `{"prompt":"a","guidance_scale":5,"width":512}`},
 		{name: "missing prompt", body: `{"guidance_scale":5}`, wantType: "missing", wantLoc: []any{"body", "prompt"}},
-		{name: "missing guidance", body: `{"prompt":"a"}`, wantType: "missing", wantLoc: []any{"body", "guidance_scale"}},
-		{name: "steps too low", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`, wantType: "greater_than_equal", wantLoc: []any{"body", "num_inference_steps"}},
+		{name: "guidance defaults to 5 (HEAD)", body: `{"prompt":"a"}`, check: func(t *testing.T, r *imageRequest) {
+			require.Equal(t, 5.0, r.GuidanceScale)
+			require.Equal(t, "JPEG", r.ReturnFormat)
+		}},
+		{name: "steps under the runner floor", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`, wantType: "value_error", wantLoc: []any{"body", "num_inference_steps"}},
+		{name: "steps under the schema bound", body: `{"prompt":"a","num_inference_steps":3}`, wantType: "greater_than_equal", wantLoc: []any{"body", "num_inference_steps"}},
+		{name: "png at quality 60", body: `{"prompt":"a","image_return_format":"PNG","image_quality":60}`, check: func(t *testing.T, r *imageRequest) {
+			require.Equal(t, "PNG", r.ReturnFormat)
+			require.Equal(t, 60, r.Quality)
+		}},
+		{name: "webp refused", body: `{"prompt":"a","image_return_format":"WEBP"}`, wantType: "value_error", wantLoc: []any{"body", "image_return_format"}},
+		{name: "lower-case png refused as HEAD does", body: `{"prompt":"a","image_return_format":"png"}`, wantType: "value_error", wantLoc: []any{"body", "image_return_format"}},
+		{name: "quality under 50", body: `{"prompt":"a","image_quality":49}`, wantType: "greater_than_equal", wantLoc: []any{"body", "image_quality"}},
+		{name: "quality over 100", body: `{"prompt":"a","image_quality":101}`, wantType: "less_than_equal", wantLoc: []any{"body", "image_quality"}},
+		{name: "lora_scale out of range", body: `{"prompt":"a","lora_scale":3}`, wantType: "less_than_equal", wantLoc: []any{"body", "lora_scale"}},
 		{name: "steps too high", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":51}`, wantType: "less_than_equal"},
 		{name: "guidance too high", body: `{"prompt":"a","guidance_scale":20.5}`, wantType: "less_than_equal"},
 		{name: "five images", body: `{"prompt":"a","guidance_scale":5,"number_of_images":5}`, wantType: "less_than_equal"},
@@ -120,7 +133,7 @@ func TestParseImageRequest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := parseImageRequest([]byte(tc.body), 20)
+			r, err := parseImageRequest([]byte(tc.body), imageDefaults{steps: 20, runner: "tt-sdxl-trace"})
 			if tc.wantType == "" {
 				require.NoError(t, err)
 				if tc.check != nil {
@@ -140,9 +153,13 @@ func TestParseImageRequest(t *testing.T) {
 
 func TestValidationMessageMatchesFastAPI(t *testing.T) {
 	h := newTestServer(runners.ServiceImage, &fakeSched{ready: true})
-	w := do(h, "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`))
+	w := do(h, "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5,"num_inference_steps":3}`))
 	require.Equal(t, 422, w.Code)
-	require.JSONEq(t, `{"detail":[{"type":"greater_than_equal","loc":["body","num_inference_steps"],"msg":"Input should be greater than or equal to 12","input":11,"ctx":{"ge":12}}]}`, w.Body.String())
+	require.JSONEq(t, `{"detail":[{"type":"greater_than_equal","loc":["body","num_inference_steps"],"msg":"Input should be greater than or equal to 4","input":3,"ctx":{"ge":4}}]}`, w.Body.String())
+	// HEAD's runner floor is a field validator: pydantic's value_error.
+	w = do(h, "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`))
+	require.Equal(t, 422, w.Code)
+	require.JSONEq(t, `{"detail":[{"type":"value_error","loc":["body","num_inference_steps"],"msg":"Value error, num_inference_steps must be >= 12 for tt-sdxl-trace, got 11","input":11,"ctx":{"error":{}}}]}`, w.Body.String())
 }
 
 func TestAuth(t *testing.T) {
