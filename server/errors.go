@@ -112,7 +112,8 @@ func (s *Server) fail(c *gin.Context, err error) {
 			it.Input = truncateEcho(it.Input, maxEchoDepth)
 			items[i] = it
 		}
-		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, validationBody{Detail: items})
+		c.Abort()
+		writeJSON(c, http.StatusUnprocessableEntity, validationBody{Detail: items}) // unescaped '<', '>', '&', as FastAPI
 		return
 	}
 	status, msg, retry := s.classify(err)
