@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // charsmap is sentencepiece's precompiled normalization rule set: a Darts-clone double-array
@@ -120,4 +121,35 @@ func (c *charsmap) text(value uint32) string {
 		rest = rest[:end]
 	}
 	return rest
+}
+
+// apply is tokenizers' Precompiled normalizer (spm_precompiled), which differs from
+// sentencepiece's: it walks extended grapheme clusters; a cluster under 6 bytes with a rule
+// matching a prefix of it is replaced whole by the shortest such rule's output; otherwise each
+// character is replaced by its own rule, if any. So compositions across clusters or inside
+// clusters of 6 bytes or more (half-width katakana with a voiced mark, Hangul jamo) are not
+// applied, where sentencepiece applies them.
+func (c *charsmap) apply(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for s != "" {
+		g := s[:nextGrapheme(s)]
+		s = s[len(g):]
+		if len(g) < 6 {
+			if repl, ok := c.shortest(g); ok {
+				b.WriteString(repl)
+				continue
+			}
+		}
+		for g != "" {
+			_, size := utf8.DecodeRuneInString(g)
+			if repl, ok := c.shortest(g[:size]); ok {
+				b.WriteString(repl)
+			} else {
+				b.WriteString(g[:size])
+			}
+			g = g[size:]
+		}
+	}
+	return b.String()
 }
