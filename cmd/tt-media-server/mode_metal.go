@@ -2,8 +2,8 @@
 
 package main
 
-import "os"
+import "github.com/tenstorrent/tt-media-server-go/config"
 
 // mockMode: a ttnn build carries both backends; DEVICE_BACKEND=sim runs mock-device mode on
 // a hardware host (for tests), anything else the tt-mlir backend.
-var mockMode = os.Getenv("DEVICE_BACKEND") == "sim"
+var mockMode = config.ReadTTMetalEnv().DeviceBackend == "sim"

@@ -28,7 +28,8 @@ const hardwareResetCommand = "tt-smi -r"
 // group's runner lives in a "device-worker" child process (this executable), otherwise the
 // registry's runner runs in this process.
 func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, log *slog.Logger) func(config.DeviceGroup) (runners.Runner, error) {
-	cacheBase := os.Getenv("TT_METAL_CACHE")
+	ttmetal := config.ReadTTMetalEnv()
+	cacheBase := ttmetal.Cache
 	if cacheBase == "" {
 		if dir, err := os.UserCacheDir(); err == nil {
 			cacheBase = filepath.Join(dir, "tt-media-server", "tt-metal-cache")
@@ -40,7 +41,7 @@ func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, 
 			return reg.New(runner, spec)
 		}
 		var opTimeout = s.InferenceTimeout + 2*procrunner.DefaultGrace
-		if _, set := os.LookupEnv("TT_METAL_OPERATION_TIMEOUT_SECONDS"); set {
+		if ttmetal.OperationTimeoutSet {
 			opTimeout = 0 // inherited as it is
 		}
 		return procrunner.New(procrunner.Config{
@@ -105,7 +106,7 @@ func runDeviceWorker(ctx context.Context, args []string, stderr io.Writer) error
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("device worker serving", "pid", os.Getpid(), "devices", spec.Devices, "runner", runner,
-		"visible", os.Getenv("TT_VISIBLE_DEVICES"))
+		"visible", config.ReadTTMetalEnv().VisibleDevices)
 	err = procrunner.Serve(ctx, r, os.Stdin, proto)
 	if errors.Is(err, context.Canceled) {
 		return nil
