@@ -30,6 +30,7 @@ type rawEnv struct {
 	Device                        string `envconfig:"DEVICE"`
 	ModelWeightsPath              string `envconfig:"MODEL_WEIGHTS_PATH"`
 	PreprocessingModelWeightsPath string `envconfig:"PREPROCESSING_MODEL_WEIGHTS_PATH"`
+	LoRARoot                      string `envconfig:"LORA_ROOT"`
 
 	DeviceIDs             optString  `envconfig:"DEVICE_IDS"`
 	IsGalaxy              envBool    `envconfig:"IS_GALAXY" default:"false"`

@@ -191,6 +191,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		Device:                        strings.ToLower(r.Device),
 		ModelWeightsPath:              r.ModelWeightsPath,
 		PreprocessingModelWeightsPath: r.PreprocessingModelWeightsPath,
+		LoRARoot:                      r.LoRARoot,
 		IsGalaxy:                      bool(r.IsGalaxy),
 		DeviceMeshShape:               MeshShape(r.DeviceMeshShape),
 		TraceRegionSize:               int(r.TraceRegionSize),

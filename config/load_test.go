@@ -519,7 +519,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 66)
+	require.Len(t, vars, 67)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

@@ -43,6 +43,7 @@ type Settings struct {
 	Device                        string // DEVICE: n150|n300|t3k|galaxy
 	ModelWeightsPath              string // MODEL_WEIGHTS_PATH ("" = the runner's default)
 	PreprocessingModelWeightsPath string // PREPROCESSING_MODEL_WEIGHTS_PATH ("" = pyannote/speaker-diarization-3.0)
+	LoRARoot                      string // LORA_ROOT: directory of the LoRA .safetensors files lora_path names ("" = LoRA off)
 
 	// Pools are the models this process serves: one per MODEL_POOLS entry, or the single
 	// pool of MODEL_RUNNER on DeviceGroups.
@@ -181,6 +182,7 @@ func (s *Settings) Redacted() map[string]any {
 		"DEVICE":                            s.Device,
 		"MODEL_WEIGHTS_PATH":                s.ModelWeightsPath,
 		"PREPROCESSING_MODEL_WEIGHTS_PATH":  s.PreprocessingModelWeightsPath,
+		"LORA_ROOT":                         s.LoRARoot,
 		"DEVICE_IDS":                        s.DeviceIDs,
 		"DEVICE_GROUPS":                     groups,
 		"IS_GALAXY":                         s.IsGalaxy,

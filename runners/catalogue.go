@@ -9,7 +9,11 @@ import (
 
 // MODEL_RUNNER names of the Python server.
 const (
-	RunnerSDXL        = "tt-sdxl-trace"
+	RunnerSDXL = "tt-sdxl-trace"
+	// RunnerSDXLImg2Img is SDXL image-to-image (HEAD's /v1/images/image-to-image).
+	RunnerSDXLImg2Img = "tt-sdxl-image-to-image"
+	// RunnerSDXLEdit is SDXL inpainting (HEAD's /v1/images/edits) with the inpainting UNet.
+	RunnerSDXLEdit    = "tt-sdxl-edit"
 	RunnerSD35        = "tt-sd3.5"
 	RunnerWhisper     = "tt-whisper"
 	RunnerResNet      = "tt-xla-resnet"
@@ -92,7 +96,13 @@ var (
 var catalogue = []Model{
 	{Name: RunnerSDXL, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}}},
+		Sim:    imageSim, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-lora-fuse"}}},
+	{Name: RunnerSDXLImg2Img, Service: ServiceImage,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
+		Sim:    imageSim, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
+	{Name: RunnerSDXLEdit, Service: ServiceImage,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
+		Sim:    imageSim, Programs: []Program{{Name: "sdxl-inpaint-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
 	{Name: RunnerSD35, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
 		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,

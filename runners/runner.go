@@ -96,6 +96,18 @@ type ImageRequest struct {
 	// PartialImages (0-3) asks a streaming request for that many previews of the
 	// intermediate latents, sent through Task.Emit as *ImagePartial before the result.
 	PartialImages int
+	// InitImage is the image-to-image or inpainting input (decoded, RGB; any size: the runner
+	// resizes it to the model's); nil for text-to-image.
+	InitImage image.Image
+	// Mask is the inpainting mask as one channel (white = repaint), the size of InitImage; nil
+	// without inpainting.
+	Mask *image.Gray
+	// Strength in [0, 1] is how much of the schedule image-to-image and inpainting run.
+	Strength float64
+	// LoRAPath is a LoRA adapter's real path under LORA_ROOT ("" = none), fused with
+	// LoRAScale (0-2).
+	LoRAPath  string
+	LoRAScale float64
 }
 
 // ImagePartial is one streamed preview of an image still being denoised: a cheap
@@ -203,9 +215,9 @@ func (r *ImageRequest) Cost() float64 { return float64(max(r.NumInferenceSteps, 
 // guidance, negative prompts, crop and schedule from the batch's first request, so only
 // requests that agree on them are batched together.
 func (r *ImageRequest) BatchKey() string {
-	return fmt.Sprintf("steps=%d cfg=%g rescale=%g crop=%v neg=%q neg2=%q ts=%v sig=%v",
+	return fmt.Sprintf("steps=%d cfg=%g rescale=%g crop=%v neg=%q neg2=%q ts=%v sig=%v strength=%g lora=%q@%g",
 		r.NumInferenceSteps, r.GuidanceScale, r.GuidanceRescale, r.CropCoordsTopLeft,
-		r.NegativePrompt, r.NegativePrompt2, r.Timesteps, r.Sigmas)
+		r.NegativePrompt, r.NegativePrompt2, r.Timesteps, r.Sigmas, r.Strength, r.LoRAPath, r.LoRAScale)
 }
 
 // Cost of a transcription job: seconds of audio (at least one).

@@ -25,6 +25,10 @@ func TestRegister(t *testing.T) {
 	}{
 		{runners.RunnerSDXL, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
 		{runners.RunnerSD35, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
+		{runners.RunnerSDXLImg2Img, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 2, Strength: 0.5,
+			InitImage: solid(8, 8, 10, 20, 30)}, &runners.ImageResult{}},
+		{runners.RunnerSDXLEdit, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 2, Strength: 0.5,
+			InitImage: solid(8, 8, 10, 20, 30), Mask: image.NewGray(image.Rect(0, 0, 8, 8))}, &runners.ImageResult{}},
 		{runners.RunnerWhisper, runners.ServiceAudio, &runners.AudioRequest{Samples: make([]float32, 160), SampleRate: 16000, Duration: 0.01}, &runners.TranscriptionResult{}},
 		{runners.RunnerResNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{runners.RunnerVoVNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},

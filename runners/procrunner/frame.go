@@ -158,6 +158,12 @@ func (m *message) eachBlob(fn func(*blob)) {
 		if j.CNN != nil {
 			fn(&j.CNN.Image.Pixels)
 		}
+		if j.Image != nil && j.Image.InitImage != nil {
+			fn(&j.Image.InitImage.Pixels)
+		}
+		if j.Image != nil && j.Image.Mask != nil {
+			fn(&j.Image.Mask.Pixels)
+		}
 	}
 	if m.Partial != nil && m.Partial.Image != nil {
 		fn(&m.Partial.Image.Pixels)

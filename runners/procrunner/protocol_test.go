@@ -79,6 +79,24 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 			}
 		}
 	})
+	t.Run("image-to-image with mask and LoRA", func(t *testing.T) {
+		init := image.NewRGBA(image.Rect(0, 0, 3, 2))
+		init.Pix[5] = 77
+		mask := image.NewGray(image.Rect(0, 0, 3, 2))
+		mask.Pix[4] = 255
+		w, err := toWireJob(2, runners.Task{Request: &runners.ImageRequest{Prompt: "p", InitImage: init, Mask: mask,
+			Strength: 0.6, LoRAPath: "/l/a.safetensors", LoRAScale: 1.5}})
+		require.NoError(t, err)
+		require.Equal(t, formatGray8, w.Image.Mask.Format)
+		got, err := roundTrip(t, &message{Kind: kindBatch, Jobs: []wireJob{w}}).Jobs[0].request()
+		require.NoError(t, err)
+		req := got.(*runners.ImageRequest)
+		require.Equal(t, init, req.InitImage)
+		require.Equal(t, mask, req.Mask)
+		require.Equal(t, 0.6, req.Strength)
+		require.Equal(t, "/l/a.safetensors", req.LoRAPath)
+		require.Equal(t, 1.5, req.LoRAScale)
+	})
 	t.Run("unknown request type", func(t *testing.T) {
 		_, err := toWireJob(1, runners.Task{Request: "text"})
 		require.ErrorContains(t, err, "request type string cannot be sent")

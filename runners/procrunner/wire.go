@@ -44,6 +44,13 @@ type wireImageRequest struct {
 	Timesteps         []float64  `json:"timesteps"`
 	Sigmas            []float64  `json:"sigmas"`
 	PartialImages     int        `json:"partial_images"`
+	// Image-to-image and inpainting: the input image, the one-channel mask (gray8; white =
+	// repaint) and strength. LoRA: the adapter's path under LORA_ROOT and its scale.
+	InitImage *wireImage `json:"init_image,omitempty"`
+	Mask      *wireImage `json:"mask,omitempty"`
+	Strength  float64    `json:"strength,omitempty"`
+	LoRAPath  string     `json:"lora_path,omitempty"`
+	LoRAScale float64    `json:"lora_scale,omitempty"`
 }
 
 // wireAudioRequest is a runners.AudioRequest; the samples travel as a blob of little-endian
@@ -311,6 +318,39 @@ func toWireImage(img image.Image) wireImage {
 	return wireImage{X: r.Min.X, Y: r.Min.Y, Width: r.Dx(), Height: r.Dy(), Format: formatRGBA8, Pixels: blob{Data: rgba.Pix}}
 }
 
+// grayWireImage sends a one-channel picture as gray8.
+func grayWireImage(m *image.Gray) *wireImage {
+	r := m.Rect
+	px := m.Pix
+	if m.Stride != r.Dx() {
+		px = make([]byte, 0, r.Dx()*r.Dy())
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			o := m.PixOffset(r.Min.X, y)
+			px = append(px, m.Pix[o:o+r.Dx()]...)
+		}
+	}
+	return &wireImage{X: r.Min.X, Y: r.Min.Y, Width: r.Dx(), Height: r.Dy(), Format: formatGray8, Pixels: blob{Data: px}}
+}
+
+// gray rebuilds a one-channel picture (gray8; rgba8 and rgb8 give their red channel).
+func (w wireImage) gray() (*image.Gray, error) {
+	if w.Format == formatGray8 {
+		if w.Width < 0 || w.Height < 0 || int64(w.Width)*int64(w.Height) != int64(len(w.Pixels.Data)) {
+			return nil, fmt.Errorf("%w: gray8 image %dx%d with %d bytes of pixels", ErrProtocol, w.Width, w.Height, len(w.Pixels.Data))
+		}
+		return &image.Gray{Pix: w.Pixels.Data, Stride: w.Width, Rect: image.Rect(w.X, w.Y, w.X+w.Width, w.Y+w.Height)}, nil
+	}
+	rgba, err := w.rgba()
+	if err != nil {
+		return nil, err
+	}
+	g := image.NewGray(rgba.Rect)
+	for i := range g.Pix {
+		g.Pix[i] = rgba.Pix[4*i]
+	}
+	return g, nil
+}
+
 // rgba rebuilds the picture, checking that the pixels fill the rectangle; RGB and gray
 // pixels are expanded to RGBA (alpha 255).
 func (w wireImage) rgba() (*image.RGBA, error) {
@@ -372,7 +412,15 @@ func toWireJob(id uint64, t runners.Task) (wireJob, error) {
 		j.Image = &wireImageRequest{Prompt: r.Prompt, NegativePrompt: r.NegativePrompt, Prompt2: r.Prompt2,
 			NegativePrompt2: r.NegativePrompt2, NumInferenceSteps: r.NumInferenceSteps, Seed: r.Seed,
 			GuidanceScale: r.GuidanceScale, GuidanceRescale: r.GuidanceRescale, CropCoordsTopLeft: r.CropCoordsTopLeft,
-			Timesteps: r.Timesteps, Sigmas: r.Sigmas, PartialImages: r.PartialImages}
+			Timesteps: r.Timesteps, Sigmas: r.Sigmas, PartialImages: r.PartialImages,
+			Strength: r.Strength, LoRAPath: r.LoRAPath, LoRAScale: r.LoRAScale}
+		if r.InitImage != nil {
+			img := toWireImage(r.InitImage)
+			j.Image.InitImage = &img
+		}
+		if r.Mask != nil {
+			j.Image.Mask = grayWireImage(r.Mask)
+		}
 	case *runners.AudioRequest:
 		if r == nil {
 			return j, errors.New("nil *runners.AudioRequest")
@@ -411,10 +459,26 @@ func (j wireJob) request() (any, error) {
 	switch {
 	case j.Image != nil:
 		w := j.Image
-		return &runners.ImageRequest{Prompt: w.Prompt, NegativePrompt: w.NegativePrompt, Prompt2: w.Prompt2,
+		r := &runners.ImageRequest{Prompt: w.Prompt, NegativePrompt: w.NegativePrompt, Prompt2: w.Prompt2,
 			NegativePrompt2: w.NegativePrompt2, NumInferenceSteps: w.NumInferenceSteps, Seed: w.Seed,
 			GuidanceScale: w.GuidanceScale, GuidanceRescale: w.GuidanceRescale, CropCoordsTopLeft: w.CropCoordsTopLeft,
-			Timesteps: w.Timesteps, Sigmas: w.Sigmas, PartialImages: w.PartialImages}, nil
+			Timesteps: w.Timesteps, Sigmas: w.Sigmas, PartialImages: w.PartialImages,
+			Strength: w.Strength, LoRAPath: w.LoRAPath, LoRAScale: w.LoRAScale}
+		if w.InitImage != nil {
+			img, err := w.InitImage.rgba()
+			if err != nil {
+				return nil, err
+			}
+			r.InitImage = img
+		}
+		if w.Mask != nil {
+			m, err := w.Mask.gray()
+			if err != nil {
+				return nil, err
+			}
+			r.Mask = m
+		}
+		return r, nil
 	case j.Audio != nil:
 		w := j.Audio
 		r := &runners.AudioRequest{SampleRate: w.SampleRate, Duration: w.Duration, Stream: w.Stream,

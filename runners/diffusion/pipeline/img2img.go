@@ -189,3 +189,6 @@ func SampleLatentDist(ctx context.Context, dst, moments []float32, gen *latents.
 	}
 	return nil
 }
+
+// Spec returns the device's sizes (the model's image size is ImageHeight x ImageWidth).
+func (p *Pipeline) Spec() Spec { return p.spec }

@@ -25,6 +25,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
@@ -45,17 +46,37 @@ var (
 // Model is which pipeline a runner drives.
 type Model int
 
-// The two pipelines.
+// The pipelines.
 const (
 	SDXL Model = iota
 	SD35
+	// SDXLImg2Img is SDXL image-to-image (tt-sdxl-image-to-image).
+	SDXLImg2Img
+	// SDXLEdit is SDXL inpainting with the inpainting UNet (tt-sdxl-edit).
+	SDXLEdit
 )
 
 func (m Model) String() string {
-	if m == SD35 {
+	switch m {
+	case SD35:
 		return runners.RunnerSD35
+	case SDXLImg2Img:
+		return runners.RunnerSDXLImg2Img
+	case SDXLEdit:
+		return runners.RunnerSDXLEdit
 	}
 	return runners.RunnerSDXL
+}
+
+// variant is the SDXL program set of the model.
+func (m Model) variant() pipeline.Variant {
+	switch m {
+	case SDXLImg2Img:
+		return pipeline.ImageToImage
+	case SDXLEdit:
+		return pipeline.Inpaint
+	}
+	return pipeline.TextToImage
 }
 
 // catalogued is the model's catalogue entry: the Python runner's device options (ttnn-notes
@@ -92,6 +113,8 @@ type Config struct {
 	Programs fs.FS
 	// DefaultSteps is used for requests without num_inference_steps (0 = 20).
 	DefaultSteps int
+	// LoRARoot is LORA_ROOT: the directory LoRA adapters are read from ("" = LoRA off).
+	LoRARoot string
 	// Logger may be nil.
 	Logger *slog.Logger
 }
@@ -168,6 +191,7 @@ type Runner struct {
 	sd35    *pipeline.SD3Pipeline
 	spec    [3]int // latent channels, height, width
 	closed  bool
+	loras   *lora.Cache
 }
 
 // New loads the tokenizers; the device is opened by Warmup.
@@ -186,7 +210,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Model == SD35 && tok.t5 == nil {
 		log.Warn("SD3.5 without a T5 tokenizer: T5 embeddings are zeros", "weights", cfg.WeightsDir)
 	}
-	return &Runner{cfg: cfg, tok: tok, log: log}, nil
+	return &Runner{cfg: cfg, tok: tok, log: log, loras: lora.NewCache(2)}, nil
 }
 
 // Warmup opens the device, loads the programs (capturing the denoiser trace) and runs the
@@ -261,7 +285,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		}
 		var ds []*pipeline.TTNNDevice
 		for _, dev := range devs {
-			d, err := pipeline.NewTTNNDevice(ctx, dev, set)
+			d, err := pipeline.NewTTNNDeviceFor(ctx, dev, set, r.cfg.Model.variant())
 			if err != nil {
 				return err
 			}
@@ -283,9 +307,17 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	// The Python runners' warm-up requests (one step).
 	seed := int64(0)
 	warm := &runners.ImageRequest{Prompt: "Sunrise on a beach", NumInferenceSteps: 1, Seed: &seed}
-	if r.cfg.Model == SDXL {
+	switch r.cfg.Model {
+	case SDXL:
 		warm.Prompt2, warm.NegativePrompt, warm.NegativePrompt2 = "Mountains in the background", "low resolution", "blurry"
 		warm.GuidanceScale, warm.GuidanceRescale = 5.0, 0.7
+	case SDXLImg2Img, SDXLEdit:
+		// HEAD's image-to-image warm-up: a 1x1 picture, 2 steps at strength 0.99 (one step).
+		warm.NegativePrompt, warm.GuidanceScale, warm.NumInferenceSteps, warm.Strength = "low resolution", 5.0, 2, 0.99
+		warm.InitImage = image.NewNRGBA(image.Rect(0, 0, 1, 1))
+		if r.cfg.Model == SDXLEdit {
+			warm.Mask = &image.Gray{Pix: []uint8{255}, Stride: 1, Rect: image.Rect(0, 0, 1, 1)}
+		}
 	}
 	if _, err := r.generate(ctx, runners.Task{Ctx: ctx, Request: warm}, warm); err != nil {
 		return fmt.Errorf("warm-up inference: %w", err)
@@ -376,7 +408,11 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 		img *image.NRGBA
 		err error
 	)
-	if r.cfg.Model == SD35 {
+	if err := r.applyLoRA(ctx, req); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
+	}
+	switch {
+	case r.cfg.Model == SD35:
 		// As the Python SD3.5 runner: guidance_scale, prompt_2, timesteps and sigmas are not
 		// used (the pipeline's defaults), and a missing seed means 0.
 		seed := int64(0)
@@ -385,10 +421,22 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 		}
 		img, err = r.sd35.Generate(ctx, pipeline.SD3Request{Prompt: req.Prompt, NegativePrompt: req.NegativePrompt,
 			Steps: steps, GuidanceScale: sd35Guidance, Seed: &seed}, hooks)
-	} else {
+	case r.cfg.Model == SDXL:
+		if req.InitImage != nil || req.Mask != nil {
+			return nil, fmt.Errorf("%w: %s generates from text; image and mask need MODEL_RUNNER=%s or %s",
+				runners.ErrBadRequest, r.cfg.Model, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit)
+		}
 		pr := pipeline.RequestFrom(req)
 		pr.Steps = steps
 		img, err = r.sdxl.GenerateWith(ctx, pr, hooks)
+	default:
+		var in pipeline.ImageInput
+		if in, err = r.imageInput(req); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
+		}
+		pr := pipeline.RequestFrom(req)
+		pr.Steps = steps
+		img, err = r.sdxl.GenerateImage(ctx, pr, in, hooks)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
@@ -448,7 +496,7 @@ func cfgSplit(mesh ttnn.MeshShape) (half ttnn.MeshShape, offsets []ttnn.MeshCoor
 // worker process, or one device group, or a shared parent mesh); otherwise the simulated
 // model (simimage), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=image.
 func Register(reg *runners.Registry) {
-	for _, m := range []Model{SDXL, SD35} {
+	for _, m := range []Model{SDXL, SD35, SDXLImg2Img, SDXLEdit} {
 		simulated := simimage.Factory(m.String())
 		reg.Register(m.String(), factory(m, simulated), simulated)
 	}
@@ -486,7 +534,7 @@ func factory(m Model, fallback runners.Factory) runners.Factory {
 func configFor(m Model, spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps,
+	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot,
 		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Logger: slog.Default()}
 	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
 	c.Device.SimLatencyScale = ttnn.SimScale(m.catalogued().MockLatency(s).Seconds(), m.catalogued().Sim.PipelineUnit())

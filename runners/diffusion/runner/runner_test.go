@@ -566,7 +566,7 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 func TestRegisterBringsItsFallback(t *testing.T) {
 	reg := runners.NewRegistry()
 	Register(reg)
-	require.Equal(t, []string{runners.RunnerMock, runners.RunnerSD35, runners.RunnerSDXL}, reg.Names())
+	require.Equal(t, []string{runners.RunnerMock, runners.RunnerSD35, runners.RunnerSDXLEdit, runners.RunnerSDXLImg2Img, runners.RunnerSDXL}, reg.Names())
 	for _, name := range []string{runners.RunnerSDXL, runners.RunnerMock} {
 		r, err := reg.New(name, runners.WorkerSpec{Settings: &config.Settings{Mock: true, ModelService: "image"}})
 		require.NoError(t, err)

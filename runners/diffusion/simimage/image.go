@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -44,6 +45,9 @@ func Factory(model string) runners.Factory {
 			r.defaultSteps = spec.Settings.NumInferenceSteps
 		}
 		r.dev.Cfg = simdev.ConfigFor(model, spec)
+		if spec.Settings != nil {
+			r.loraRoot = spec.Settings.LoRARoot
+		}
 		return r, nil
 	}
 }
@@ -66,6 +70,9 @@ type imageRunner struct {
 	// dev is the simulated device in a worker process; without one, steps are Go sleeps.
 	dev    simdev.Stepper
 	closed atomic.Bool
+	// loraRoot is LORA_ROOT; loras caches the adapters read from it.
+	loraRoot string
+	loras    *lora.Cache
 }
 
 // New returns the simulated SDXL (tt-sdxl-trace) or SD3.5 (tt-sd3.5; any model name containing
@@ -91,6 +98,7 @@ func newImage(model string, size int, lat simdev.Latency) *imageRunner {
 		lat:          lat,
 		defaultSteps: defaultSteps,
 		randomSeed:   rand.Int64,
+		loras:        lora.NewCache(2),
 	}
 }
 
@@ -114,6 +122,13 @@ func (r *imageRunner) Warmup(ctx context.Context) error {
 		req.GuidanceScale = 5.0
 		req.GuidanceRescale = 0.7
 		req.Seed = &seed
+	}
+	if r.model == runners.RunnerSDXLImg2Img || r.model == runners.RunnerSDXLEdit {
+		req.NumInferenceSteps, req.Strength = 2, 0.99
+		req.InitImage = image.NewRGBA(image.Rect(0, 0, 1, 1))
+		if r.model == runners.RunnerSDXLEdit {
+			req.Mask = &image.Gray{Pix: []uint8{255}, Stride: 1, Rect: image.Rect(0, 0, 1, 1)}
+		}
 	}
 	if _, err := r.generate(ctx, req, runners.Task{}); err != nil {
 		return fmt.Errorf("%s warm-up inference: %w", r.model, err)
@@ -155,6 +170,18 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 	if !r.sd35 && req.Timesteps != nil && req.Sigmas != nil {
 		return nil, &simdev.BadRequest{Msg: errBothSchedules}
 	}
+	work, err := r.prepareImage(req, &p)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.applyLoRA(req, &p); err != nil {
+		return nil, err
+	}
+	if work != nil {
+		if err := r.encode(ctx, work); err != nil {
+			return nil, err
+		}
+	}
 	var at []int // steps after which a preview is due
 	if t.Emit != nil {
 		at = preview.Steps(p.steps, req.PartialImages)
@@ -188,7 +215,11 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 	if err := r.dev.Run(ctx, progVAE, 1, 0); err != nil {
 		return nil, fmt.Errorf("%s: VAE decode: %w", r.model, err)
 	}
-	return render(p, r.size), nil
+	out := render(p, r.size)
+	if work != nil {
+		work.blend(out)
+	}
+	return out, nil
 }
 
 // renderParams are the request's values that shape the picture.
