@@ -98,5 +98,63 @@ ffmpeg -nostdin -loglevel error -y -i "$TMP/o48m.wav" -c:a libopus -b:a 24k -ffl
 } >"$OUT/manifest.json"
 cat "$OUT/manifest.json"
 
+# --- What browsers' MediaRecorder and phones send (issue 17 item 4): WebM/Opus (Chrome, Firefox),
+# MP4/AAC (Safari; fragmented, as MediaRecorder writes it), M4A/AAC (voice memos), and WebM with
+# Vorbis (decoded through ffmpeg). Same signals, ~3.2 s, odd frame counts.
+BOUT=$ROOT/media/audio/testdata/browser
+mkdir -p "$BOUT"
+rm -f "$BOUT"/*.webm "$BOUT"/*.m4a "$BOUT"/*.mp4
+
+# bsrc NAME RATE CHANNELS FRAMES: like src, up to 4 s.
+bsrc() {
+	local expr=$L
+	[ "$3" -eq 2 ] && expr="$L|$R"
+	ffmpeg -nostdin -loglevel error -y -f lavfi -i "aevalsrc=exprs=$expr:s=$2:d=4" \
+		-af "atrim=end_sample=$4" -c:a pcm_s16le -fflags +bitexact -map_metadata -1 "$TMP/$1.wav"
+}
+enc() { # enc IN OUT ffmpeg-args...
+	local in=$1 out=$2
+	shift 2
+	ffmpeg -nostdin -loglevel error -y -i "$TMP/$in.wav" "$@" -fflags +bitexact -flags:a +bitexact \
+		-map_metadata -1 "$BOUT/$out"
+}
+bsrc b48m 48000 1 154417
+bsrc b48s 48000 2 153611
+bsrc b16m 16000 1 51337
+bsrc b44s 44100 2 141127
+bsrc b44m 44100 1 140009
+enc b48m webm_opus_48k_mono_32k.webm -c:a libopus -b:a 32k -f webm
+enc b48s webm_opus_48k_stereo_64k.webm -c:a libopus -b:a 64k -f webm
+enc b16m webm_opus_16k_mono_voip_12k.webm -c:a libopus -b:a 12k -application voip -f webm
+enc b44m webm_vorbis_44k1_mono_q1.webm -c:a libvorbis -q:a 1 -f webm
+enc b48m mp4_aac_48k_mono_64k_fragmented.mp4 -c:a aac -b:a 64k -movflags +frag_keyframe+empty_moov+default_base_moof -f mp4
+enc b44s m4a_aac_44k1_stereo_96k.m4a -c:a aac -b:a 96k -f ipod
+
+{
+	echo '{"files": ['
+	first=1
+	for spec in \
+		"webm_opus_48k_mono_32k.webm 48000 1 154417 libopus" \
+		"webm_opus_48k_stereo_64k.webm 48000 2 153611 libopus" \
+		"webm_opus_16k_mono_voip_12k.webm 16000 1 51337 libopus-voip" \
+		"webm_vorbis_44k1_mono_q1.webm 44100 1 140009 libvorbis" \
+		"mp4_aac_48k_mono_64k_fragmented.mp4 48000 1 154417 ffmpeg-aac" \
+		"m4a_aac_44k1_stereo_96k.m4a 44100 2 141127 ffmpeg-aac"; do
+		set -- $spec
+		f=$1
+		rate=$(ffprobe -v error -select_streams a:0 -show_entries stream=sample_rate -of csv=p=0 "$BOUT/$f")
+		ch=$(ffprobe -v error -select_streams a:0 -show_entries stream=channels -of csv=p=0 "$BOUT/$f")
+		ffmpeg -nostdin -loglevel error -y -i "$BOUT/$f" -f f32le -c:a pcm_f32le "$TMP/dec.f32"
+		frames=$(($(stat -c %s "$TMP/dec.f32") / 4 / ch))
+		[ $first -eq 1 ] || echo ','
+		first=0
+		printf '  {"file": "%s", "encoder": "%s", "source_rate": %d, "channels": %d, "source_frames": %d, "decoded_rate": %d, "ffmpeg_frames": %d, "bytes": %d}' \
+			"$f" "$5" "$2" "$3" "$4" "$rate" "$frames" "$(stat -c %s "$BOUT/$f")"
+	done
+	echo
+	echo ']}'
+} >"$BOUT/manifest.json"
+cat "$BOUT/manifest.json"
+
 echo "checking media/audio against ffmpeg's decode ..." >&2
-cd "$ROOT" && go test -count 1 -run 'TestOgg' -v ./media/audio | grep -E '^(=== RUN|--- |\s+ogg_test|ok|FAIL)|dB|frames' || true
+cd "$ROOT" && go test -count 1 -run 'TestOgg|TestBrowser' -v ./media/audio | grep -E '^(=== RUN|--- |\s+ogg_test|ok|FAIL)|dB|frames' || true

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/media/audio"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
@@ -75,6 +76,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// Said once: which codec serves JPEG and WebP (libjpeg-turbo / libwebp loaded at run time,
 	// or the pure-Go twins), also in /tt-liveness's image_codecs.
 	log.Info("image codecs", "codecs", imaging.UseNativeCodecs(settings.NativeCodecs))
+	if p := audio.FFmpegPath(); p != "" {
+		log.Info("audio: M4A/MP4 (AAC) and non-Opus WebM uploads decode through ffmpeg", "ffmpeg", p)
+	} else {
+		log.Info("audio: no ffmpeg on PATH: M4A/MP4 (AAC) and non-Opus WebM uploads get 415 (WAV, MP3, FLAC, Ogg and WebM/Opus decode in Go)")
+	}
 
 	if mockMode && settings.WorkerIsolation != config.IsolationProcess {
 		// In process the workers' devices are submeshes of one parent mesh (TT-Metal's way of

@@ -1,5 +1,5 @@
 // Package audio is the audio front-end: it turns untrusted uploaded audio bytes (WAV, MP3, FLAC,
-// Ogg Vorbis or Ogg Opus) into mono float32 samples at the rate a model wants, within size and
+// Ogg Vorbis, Ogg Opus, WebM and, through ffmpeg, MP4/M4A) into mono float32 samples at the rate a model wants, within size and
 // duration limits, and finds the speech in them with a silence-based segmenter.
 //
 // Every failure caused by the input wraps one of the sentinel errors below, with a message that
@@ -33,6 +33,8 @@ const (
 	FormatFLAC   = "flac"
 	FormatVorbis = "ogg-vorbis"
 	FormatOpus   = "ogg-opus"
+	FormatWebM   = "webm" // WebM/Matroska: Opus here, other codecs through ffmpeg
+	FormatMP4    = "mp4"  // MP4/M4A/MOV (AAC...), decoded through ffmpeg
 )
 
 // Sample-rate bounds accepted from a source header and as a target rate.
@@ -52,7 +54,7 @@ type Decoded struct {
 	Samples        []float32 // mono, at SampleRate
 	SampleRate     int       // the target rate asked for
 	Duration       float64   // exact seconds of the source (frames / source rate)
-	Format         string    // "wav", "mp3", "flac", "ogg-vorbis" or "ogg-opus"
+	Format         string    // "wav", "mp3", "flac", "ogg-vorbis", "ogg-opus", "webm" or "mp4"
 	SourceRate     int
 	SourceChannels int
 }
@@ -101,6 +103,10 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 		p, err = decodeVorbis(ctx, data, lim)
 	case FormatOpus:
 		p, err = decodeOpus(ctx, data, lim)
+	case FormatWebM:
+		p, err = decodeWebM(ctx, data, lim)
+	case FormatMP4:
+		p, err = decodeMP4(ctx, data, lim)
 	default:
 		err = fmt.Errorf("%w: %s", ErrUnsupportedFormat, format)
 	}

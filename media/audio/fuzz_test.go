@@ -73,6 +73,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	sets := map[string][][]byte{
 		"FuzzDecode": decodeSeeds(t), "FuzzMP3": mp3Seeds(), "FuzzSniff": sniffSeeds(t), "FuzzFLAC": flacSeeds(t),
 		"FuzzWAV": wavSeeds(t), "FuzzVorbis": vorbisSeeds(t), "FuzzOpus": opusSeeds(t),
+		"FuzzWebM": webmSeeds(t), "FuzzMP4": mp4Seeds(t),
 	}
 	for name, seeds := range sets {
 		dir := filepath.Join("testdata", "fuzz", name)
@@ -115,7 +116,7 @@ func checkDecodeResult(t *testing.T, d *Decoded, err error, lim Limits) {
 
 // decodeSeeds are the WAV seeds and one of every other format.
 func decodeSeeds(t testing.TB) [][]byte {
-	return append(wavSeeds(t), mp3Seeds()[2], flacSeeds(t)[0], vorbisSeeds(t)[1], opusSeeds(t)[0])
+	return append(wavSeeds(t), mp3Seeds()[2], flacSeeds(t)[0], vorbisSeeds(t)[1], opusSeeds(t)[0], webmSeeds(t)[0], mp4Seeds(t)[0])
 }
 
 func FuzzDecode(f *testing.F) {
@@ -123,6 +124,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(s)
 	}
 	lim := Limits{MaxBytes: 1 << 20, MaxDuration: 30}
+	withoutFFmpeg(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := Decode(context.Background(), data, 16000, lim)
 		checkDecodeResult(t, d, err, lim)
@@ -151,6 +153,6 @@ func FuzzSniff(f *testing.F) {
 			require.True(t, errors.Is(err, ErrInvalidAudio) || errors.Is(err, ErrUnsupportedFormat), "%v", err)
 			return
 		}
-		require.Contains(t, []string{FormatWAV, FormatMP3, FormatFLAC, FormatVorbis, FormatOpus}, format)
+		require.Contains(t, []string{FormatWAV, FormatMP3, FormatFLAC, FormatVorbis, FormatOpus, FormatWebM, FormatMP4}, format)
 	})
 }

@@ -202,7 +202,7 @@ func TestDecodeOggDamage(t *testing.T) {
 		{"vorbis setup claims more entries than it holds", vorbisWith(id, comment, sparse), ErrInvalidAudio, "setup header is truncated"},
 		{"vorbis setup missing", vorbisWith(id, comment, []byte("\x04vorbis")), ErrInvalidAudio, "setup header is missing"},
 		{"vorbis comment missing", vorbisWith(id, []byte("nope"), setup), ErrInvalidAudio, "comment header is missing"},
-		{"ogg speex", oggFile(1, [][]byte{[]byte("Speex   1.2rc1\x00\x00\x00\x00")}, []int64{0}), ErrUnsupportedFormat, "Ogg Speex is not supported; send WAV (PCM or IEEE float), MP3, FLAC, Ogg Vorbis or Ogg Opus"},
+		{"ogg speex", oggFile(1, [][]byte{[]byte("Speex   1.2rc1\x00\x00\x00\x00")}, []int64{0}), ErrUnsupportedFormat, "Ogg Speex is not supported; send WAV (PCM or IEEE float), MP3, FLAC, Ogg Vorbis, Ogg Opus, WebM (Opus) or, when the server has ffmpeg, M4A/MP4 (AAC)"},
 		{"ogg flac", oggFile(1, [][]byte{[]byte("\x7fFLAC\x01\x00\x00\x01fLaC")}, []int64{0}), ErrUnsupportedFormat, "FLAC in Ogg"},
 		{"ogg page header cut", []byte("OggS\x00\x02\x00\x00"), ErrInvalidAudio, "too short for an Ogg page header"},
 	} {

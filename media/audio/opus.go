@@ -69,10 +69,8 @@ func decodeOpus(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 	}
 	var (
 		head      opusHead
-		dec       opus.Decoder
-		mono, buf []float32
+		dec       *opusPackets
 		clock     oggClock
-		scale     float32
 		maxFrames = int64(-1)
 	)
 	_, err = walkOgg(data, "Opus", func(pk oggPacket) error {
@@ -89,9 +87,6 @@ func decodeOpus(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 					return err
 				}
 			}
-			if dec, err = opus.NewDecoderWithOutput(opusRate, head.channels); err != nil {
-				return fmt.Errorf("%w: Opus decoder: %v", ErrInvalidAudio, err)
-			}
 			if lim.MaxDuration > 0 {
 				maxFrames = int64(lim.MaxDuration*opusRate) + int64(head.preSkip)
 			}
@@ -102,42 +97,108 @@ func decodeOpus(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 			if maxFrames >= 0 {
 				est = min(est, maxFrames+opusMaxPacketFrames)
 			}
-			mono = make([]float32, 0, min(est, oggMaxPrealloc))
-			buf = make([]float32, opusMaxPacketFrames*head.channels)
-			scale = head.gain / float32(head.channels)
-			return nil
+			dec, err = newOpusPackets(head, est)
+			return err
 		}
 		if (pk.index-2)%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		n, err := dec.DecodeToFloat32(pk.data, buf)
+		n, err := dec.decode(pk.data, pk.index-2)
 		if err != nil {
-			return fmt.Errorf("%w: corrupt Opus audio packet %d: %v", ErrInvalidAudio, pk.index-2, err)
-		}
-		if n < 0 || n*head.channels > len(buf) {
-			return fmt.Errorf("%w: Opus packet %d decoded to %d samples", ErrInvalidAudio, pk.index-2, n)
-		}
-		for f := 0; f < n; f++ {
-			var s float32
-			for c := 0; c < head.channels; c++ {
-				s += buf[f*head.channels+c]
-			}
-			mono = append(mono, sanitize(s*scale))
+			return err
 		}
 		clock.add(pk, n, st.pages-1)
-		if maxFrames >= 0 && int64(len(mono)) > maxFrames+opusMaxPacketFrames {
-			return checkDuration(int64(len(mono)-head.preSkip), opusRate, lim)
+		if maxFrames >= 0 && int64(len(dec.mono)) > maxFrames+opusMaxPacketFrames {
+			return checkDuration(int64(len(dec.mono)-head.preSkip), opusRate, lim)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	mono := dec.mono
 	lo, hi, err := clock.trim(head.preSkip, st.lastGranule)
 	if err != nil {
 		return nil, err
 	}
 	return &pcm{mono: mono[lo:hi], rate: opusRate, channels: head.channels}, nil
+}
+
+// opusPackets decodes the Opus packets of one mono or stereo stream, in order, into mono samples
+// at 48 kHz with the header's output gain applied (shared by the Ogg and WebM paths).
+type opusPackets struct {
+	dec      opus.Decoder
+	channels int
+	scale    float32
+	buf      []float32
+	mono     []float32
+}
+
+// newOpusPackets makes a decoder; est (frames, capped) sizes the output buffer.
+func newOpusPackets(head opusHead, est int64) (*opusPackets, error) {
+	dec, err := opus.NewDecoderWithOutput(opusRate, head.channels)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Opus decoder: %v", ErrInvalidAudio, err)
+	}
+	return &opusPackets{
+		dec:      dec,
+		channels: head.channels,
+		scale:    head.gain / float32(head.channels),
+		buf:      make([]float32, opusMaxPacketFrames*head.channels),
+		mono:     make([]float32, 0, max(min(est, oggMaxPrealloc), 0)),
+	}, nil
+}
+
+// decode appends packet i's samples to o.mono and returns how many frames it decoded.
+func (o *opusPackets) decode(pkt []byte, i int) (int, error) {
+	n, err := o.dec.DecodeToFloat32(pkt, o.buf)
+	if err != nil {
+		return 0, fmt.Errorf("%w: corrupt Opus audio packet %d: %v", ErrInvalidAudio, i, err)
+	}
+	if n < 0 || n*o.channels > len(o.buf) {
+		return 0, fmt.Errorf("%w: Opus packet %d decoded to %d samples", ErrInvalidAudio, i, n)
+	}
+	for f := 0; f < n; f++ {
+		var s float32
+		for c := 0; c < o.channels; c++ {
+			s += o.buf[f*o.channels+c]
+		}
+		o.mono = append(o.mono, sanitize(s*o.scale))
+	}
+	return n, nil
+}
+
+// opusPacketFrames is the number of 48 kHz frames packet p holds, from its TOC byte (RFC 6716
+// §3.1), without decoding it; ok is false for a packet that cannot be valid.
+func opusPacketFrames(p []byte) (int, bool) {
+	if len(p) == 0 {
+		return 0, false
+	}
+	cfg := int(p[0] >> 3)
+	var size int // frame size in 48 kHz samples
+	switch {
+	case cfg < 12: // SILK: 10, 20, 40, 60 ms
+		size = [4]int{480, 960, 1920, 2880}[cfg&3]
+	case cfg < 16: // hybrid: 10, 20 ms
+		size = [2]int{480, 960}[cfg&1]
+	default: // CELT: 2.5, 5, 10, 20 ms
+		size = [4]int{120, 240, 480, 960}[cfg&3]
+	}
+	count := 1
+	switch p[0] & 3 {
+	case 1, 2:
+		count = 2
+	case 3:
+		if len(p) < 2 {
+			return 0, false
+		}
+		count = int(p[1] & 0x3f)
+	}
+	n := size * count
+	if count == 0 || n > opusMaxPacketFrames {
+		return 0, false
+	}
+	return n, true
 }

@@ -5,10 +5,11 @@ import (
 	"fmt"
 )
 
-const acceptedFormats = "send WAV (PCM or IEEE float), MP3, FLAC, Ogg Vorbis or Ogg Opus"
+const acceptedFormats = "send WAV (PCM or IEEE float), MP3, FLAC, Ogg Vorbis, Ogg Opus, WebM (Opus) or, when the server has ffmpeg, M4A/MP4 (AAC)"
 
 // Sniff detects the container by its magic bytes (never by file name) and returns "wav", "mp3",
-// "flac", "ogg-vorbis" or "ogg-opus" (Ogg by the codec header in its first packet). Empty input
+// "flac", "ogg-vorbis", "ogg-opus" (Ogg by the codec header in its first packet), "webm"
+// (WebM/Matroska) or "mp4" (ISO base media: MP4, M4A, MOV, 3GP). Empty input
 // wraps ErrInvalidAudio; anything else unknown wraps ErrUnsupportedFormat with a message naming
 // the format when it is recognised and the accepted formats.
 func Sniff(data []byte) (string, error) {
@@ -28,10 +29,10 @@ func Sniff(data []byte) (string, error) {
 		return FormatFLAC, nil
 	case len(data) >= 4 && string(data[0:4]) == "OggS":
 		return sniffOgg(data)
-	case len(data) >= 12 && string(data[4:8]) == "ftyp":
-		return "", fmt.Errorf("%w: MP4/M4A (AAC) is not supported; %s", ErrUnsupportedFormat, acceptedFormats)
+	case len(data) >= 8 && string(data[4:8]) == "ftyp":
+		return FormatMP4, nil
 	case len(data) >= 4 && bytes.Equal(data[0:4], []byte{0x1A, 0x45, 0xDF, 0xA3}):
-		return "", fmt.Errorf("%w: WebM/Matroska is not supported; %s", ErrUnsupportedFormat, acceptedFormats)
+		return FormatWebM, nil
 	case len(data) >= 12 && string(data[0:4]) == "FORM" && (string(data[8:12]) == "AIFF" || string(data[8:12]) == "AIFC"):
 		return "", fmt.Errorf("%w: AIFF is not supported; %s", ErrUnsupportedFormat, acceptedFormats)
 	case len(data) >= 5 && string(data[0:5]) == "#!AMR":
