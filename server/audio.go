@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"time"
@@ -78,50 +77,34 @@ func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error)
 	if boundary == "" {
 		return nil, httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
-	mr := multipart.NewReader(r.Body, boundary)
 	up := &audioUpload{preprocessing: true}
 	gotFile := false
 	var formErrs []fieldError
-	for parts := 0; ; parts++ {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, multipartErr(err)
-		}
-		if parts >= maxMultipartParts {
-			return nil, httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
-		}
-		name := p.FormName()
+	tooMany := func() error {
+		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
+	}
+	err := readForm(r.Body, boundary, maxMultipartParts, maxFormFieldBytes, tooMany, func(name string, v []byte) error {
 		switch name {
 		case "file":
-			if up.file, err = io.ReadAll(p); err != nil {
-				return nil, multipartErr(err)
-			}
-			gotFile = true
+			up.file, gotFile = v, true
 		case "stream", "is_preprocessing_enabled":
-			v, err := io.ReadAll(io.LimitReader(p, maxFormFieldBytes+1))
-			if err != nil {
-				return nil, multipartErr(err)
-			}
 			b, ok := parseLaxBool(string(v))
 			if !ok || len(v) > maxFormFieldBytes {
 				formErrs = append(formErrs, fieldError{Type: "bool_parsing", Loc: []any{"body", name},
 					Msg: "Input should be a valid boolean, unable to interpret input", Input: string(v)})
-				continue
+				return nil
 			}
 			if name == "stream" {
 				up.stream = b
 			} else {
 				up.preprocessing = b
 			}
-		default:
-			// Unknown form fields are ignored, as FastAPI does.
-			if _, err := io.Copy(io.Discard, p); err != nil {
-				return nil, multipartErr(err)
-			}
 		}
+		// Unknown form fields are ignored, as FastAPI does.
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(formErrs) > 0 {
 		return nil, &validationError{items: formErrs}
@@ -130,14 +113,6 @@ func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error)
 		return nil, httpErr(http.StatusBadRequest, audioContentTypeMsg)
 	}
 	return up, nil
-}
-
-func multipartErr(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return bodyErr(err)
-	}
-	return httpErr(http.StatusBadRequest, "malformed multipart body: %v", err)
 }
 
 // decodeBase64 accepts standard base64 with or without padding, with whitespace or a data: URL

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,33 +80,17 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 	if boundary == "" {
 		return httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
-	mr := multipart.NewReader(r.Body, boundary)
 	b := &body{input: map[string]any{}}
 	gotFile := false
-	for parts := 0; ; parts++ {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return multipartErr(err)
-		}
-		if parts >= maxMultipartParts {
-			return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
-		}
-		name := p.FormName()
+	tooMany := func() error {
+		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
+	}
+	err := readForm(r.Body, boundary, maxMultipartParts, maxFormFieldBytes, tooMany, func(name string, v []byte) error {
 		if name == "file" {
-			if up.image, err = io.ReadAll(p); err != nil {
-				return multipartErr(err)
-			}
-			gotFile = true
-			continue
+			up.image, gotFile = v, true
+			return nil
 		}
-		v, err := io.ReadAll(io.LimitReader(p, maxFormFieldBytes))
-		if err != nil {
-			return multipartErr(err)
-		}
-		val := strings.TrimSpace(string(v))
+		val := strings.TrimSpace(string(v[:min(len(v), maxFormFieldBytes)]))
 		switch name {
 		case "top_k":
 			if k, ok := b.toInt([]any{"top_k"}, val); ok && b.rangeCheck("top_k", float64(k), 1, 1000, false, val) {
@@ -121,6 +103,10 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 		case "response_format":
 			up.responseFormat = val
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if !gotFile {
 		b.add("missing", []any{"file"}, "Field required", nil, nil)

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"regexp"
 	"slices"
@@ -76,38 +74,20 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 		granularities, include              []string
 		chunking                            = map[string]string{}
 	)
-	mr := multipart.NewReader(r.Body, params["boundary"])
-	for parts := 0; ; parts++ {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, multipartErr(err)
-		}
-		if parts >= maxOpenAIParts {
-			return nil, invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts)
-		}
-		name := p.FormName()
+	tooMany := func() error { return invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts) }
+	err := readForm(r.Body, params["boundary"], maxOpenAIParts, maxOpenAIFieldBytes, tooMany, func(name string, raw []byte) error {
 		if name == "file" {
-			if req.file, err = io.ReadAll(p); err != nil {
-				return nil, multipartErr(err)
-			}
-			gotFile = true
-			continue
-		}
-		raw, err := io.ReadAll(io.LimitReader(p, maxOpenAIFieldBytes+1))
-		if err != nil {
-			return nil, multipartErr(err)
+			req.file, gotFile = raw, true
+			return nil
 		}
 		if len(raw) > maxOpenAIFieldBytes {
-			return nil, invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
+			return invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
 		}
 		v := string(raw)
 		translateSkips := task == taskTranslate && name != "model" && name != "prompt" &&
 			name != "response_format" && name != "temperature" && name != "is_preprocessing_enabled"
 		if translateSkips {
-			continue
+			return nil
 		}
 		switch {
 		case name == "model":
@@ -121,7 +101,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 		case name == "temperature":
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
-				return nil, invalidParam("temperature", "temperature must be a number between 0 and 1, got %q", v)
+				return invalidParam("temperature", "temperature must be a number between 0 and 1, got %q", v)
 			}
 			req.temperature = f
 		case name == "timestamp_granularities[]" || name == "timestamp_granularities":
@@ -132,7 +112,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 		case name == "stream" || name == "is_preprocessing_enabled":
 			b, ok := parseLaxBool(v)
 			if !ok {
-				return nil, invalidParam(name, "%s must be true or false, got %q", name, v)
+				return invalidParam(name, "%s must be true or false, got %q", name, v)
 			}
 			if name == "stream" {
 				req.stream = b
@@ -144,6 +124,10 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 		case strings.HasPrefix(name, "chunking_strategy[") && strings.HasSuffix(name, "]"):
 			chunking[name[len("chunking_strategy["):len(name)-1]] = strings.TrimSpace(v)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !gotFile {
 		return nil, invalidParam("file", "you must provide a file parameter (multipart field \"file\")")
