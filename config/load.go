@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -39,7 +40,27 @@ func isolation(v string, mock bool) string {
 	return IsolationProcess
 }
 
-var logLevels = []string{"DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL", "NOTSET"}
+// logLevels are LOG_LEVEL's accepted values (Python's logging names) in the order the error
+// message lists them, each with the slog level it logs at (NOTSET: Python's root default, INFO).
+var logLevels = []struct {
+	name  string
+	level slog.Level
+}{
+	{"DEBUG", slog.LevelDebug}, {"INFO", slog.LevelInfo}, {"WARNING", slog.LevelWarn}, {"WARN", slog.LevelWarn},
+	{"ERROR", slog.LevelError}, {"CRITICAL", slog.LevelError}, {"FATAL", slog.LevelError}, {"NOTSET", slog.LevelInfo},
+}
+
+// SlogLevel is the slog level of LOG_LEVEL (INFO for a value Load would refuse): the one
+// LOG_LEVEL parser, used by the server's and the device workers' loggers.
+func (s *Settings) SlogLevel() slog.Level {
+	name := strings.ToUpper(strings.TrimSpace(s.LogLevel))
+	for _, l := range logLevels {
+		if l.name == name {
+			return l.level
+		}
+	}
+	return slog.LevelInfo
+}
 
 var imageFormats = []string{"JPEG", "PNG"}
 
@@ -361,8 +382,12 @@ func checkScalars(s *Settings) error {
 	if s.LogFormat != "text" && s.LogFormat != "json" {
 		return invalid("LOG_FORMAT", s.LogFormat, "accepted: text, json")
 	}
-	if !contains(logLevels, s.LogLevel) {
-		return invalid("LOG_LEVEL", s.LogLevel, "accepted: %s", strings.Join(logLevels, ", "))
+	levelNames := make([]string, len(logLevels))
+	for i, l := range logLevels {
+		levelNames[i] = l.name
+	}
+	if !contains(levelNames, s.LogLevel) {
+		return invalid("LOG_LEVEL", s.LogLevel, "accepted: %s", strings.Join(levelNames, ", "))
 	}
 	for _, c := range []struct {
 		key string

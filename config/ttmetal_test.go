@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,22 @@ func TestTTMetalEnvFrom(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := TTMetalEnvFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestSlogLevel(t *testing.T) {
+	tests := []struct {
+		level string
+		want  slog.Level
+	}{
+		{"DEBUG", slog.LevelDebug}, {"debug", slog.LevelDebug}, {"INFO", slog.LevelInfo}, {"NOTSET", slog.LevelInfo},
+		{"WARNING", slog.LevelWarn}, {"WARN", slog.LevelWarn}, {"ERROR", slog.LevelError},
+		{"CRITICAL", slog.LevelError}, {"FATAL", slog.LevelError}, {"bogus", slog.LevelInfo},
+	}
+	for _, tc := range tests {
+		t.Run(tc.level, func(t *testing.T) {
+			require.Equal(t, tc.want, (&Settings{LogLevel: tc.level}).SlogLevel())
 		})
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -226,17 +225,7 @@ func resetDevices(s *config.Settings, log *slog.Logger) scheduler.ResetFunc {
 
 // newLogger builds the process logger from LOG_LEVEL and LOG_FILE.
 func newLogger(s *config.Settings, stderr io.Writer) (*slog.Logger, func(), error) {
-	var level slog.Level
-	switch strings.ToUpper(s.LogLevel) {
-	case "DEBUG":
-		level = slog.LevelDebug
-	case "WARNING", "WARN":
-		level = slog.LevelWarn
-	case "ERROR", "CRITICAL", "FATAL":
-		level = slog.LevelError
-	default:
-		level = slog.LevelInfo
-	}
+	level := s.SlogLevel()
 	w := stderr
 	closeFn := func() {}
 	if s.LogFile != "" {

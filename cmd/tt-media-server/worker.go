@@ -131,16 +131,7 @@ func protocolStdout() (*os.File, error) {
 
 // workerLogger logs to stderr without timestamps (the server stamps forwarded lines).
 func workerLogger(s *config.Settings, stderr io.Writer) *slog.Logger {
-	level := slog.LevelInfo
-	switch strings.ToUpper(s.LogLevel) {
-	case "DEBUG":
-		level = slog.LevelDebug
-	case "WARNING", "WARN":
-		level = slog.LevelWarn
-	case "ERROR", "CRITICAL", "FATAL":
-		level = slog.LevelError
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level,
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: s.SlogLevel(),
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey {
 				return slog.Attr{}
