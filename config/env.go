@@ -50,6 +50,7 @@ type rawEnv struct {
 	MaxBatchSize      envInt     `envconfig:"MAX_BATCH_SIZE" default:"1"`
 	MaxBatchDelayMS   envInt     `envconfig:"MAX_BATCH_DELAY_MS" default:"0"`
 	MaxQueuePerClient envInt     `envconfig:"MAX_QUEUE_PER_CLIENT" default:"0"`
+	MaxConnections    envInt     `envconfig:"MAX_CONNECTIONS" default:"2048"`
 	ClientWeights     string     `envconfig:"CLIENT_WEIGHTS"`
 	ModelPools        string     `envconfig:"MODEL_POOLS"`
 	CanaryInterval    envSeconds `envconfig:"CANARY_INTERVAL_SECONDS" default:"10"`

@@ -361,6 +361,7 @@ func TestValidationErrors(t *testing.T) {
 		{"mock without service", env{"MODEL_RUNNER": "mock"}, true,
 			`invalid setting MODEL_SERVICE="": MODEL_RUNNER=mock serves no fixed service; set MODEL_SERVICE to one of image|audio|cnn`},
 		{"queue size", env{"MAX_QUEUE_SIZE": "0"}, false, `invalid setting MAX_QUEUE_SIZE="0": must be an integer >= 1`},
+		{"connections", env{"MAX_CONNECTIONS": "-1"}, false, `invalid setting MAX_CONNECTIONS="-1": must be an integer >= 0`},
 		{"queue size text", env{"MAX_QUEUE_SIZE": "many"}, false, `invalid setting MAX_QUEUE_SIZE="many": not an integer`},
 		{"queue size empty", env{"MAX_QUEUE_SIZE": ""}, false, `invalid setting MAX_QUEUE_SIZE="": not an integer`},
 		{"batch size", env{"MAX_BATCH_SIZE": "-1"}, false, `invalid setting MAX_BATCH_SIZE="-1": must be an integer >= 1`},
@@ -519,7 +520,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 
 	vars, err := gatherVars(&rawEnv{})
 	require.NoError(t, err)
-	require.Len(t, vars, 67)
+	require.Len(t, vars, 68)
 }
 
 func TestDotenvPrecedence(t *testing.T) {

@@ -70,12 +70,15 @@ type Settings struct {
 	DefaultThrottleLevel string        // DEFAULT_THROTTLE_LEVEL, default "5" (TT_MM_THROTTLE_PERF; "" = unset)
 
 	// Queueing.
-	MaxQueueSize      int            // MAX_QUEUE_SIZE, default 64
-	MaxBatchSize      int            // MAX_BATCH_SIZE
-	MaxBatchDelay     time.Duration  // MAX_BATCH_DELAY_MS: wait at most this long to fill a batch (0: greedy)
-	MaxQueuePerClient int            // MAX_QUEUE_PER_CLIENT: queued jobs per client (0: no cap)
-	ClientWeights     map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
-	InferenceTimeout  time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
+	MaxQueueSize      int           // MAX_QUEUE_SIZE, default 64
+	MaxBatchSize      int           // MAX_BATCH_SIZE
+	MaxBatchDelay     time.Duration // MAX_BATCH_DELAY_MS: wait at most this long to fill a batch (0: greedy)
+	MaxQueuePerClient int           // MAX_QUEUE_PER_CLIENT: queued jobs per client (0: no cap)
+	// MaxConnections is MAX_CONNECTIONS (2048; 0: no cap): open HTTP connections. At the cap
+	// the longest-idle connection is closed for a new one; with none idle the new one gets 503.
+	MaxConnections   int
+	ClientWeights    map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
+	InferenceTimeout time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
 
 	// Image.
 	NumInferenceSteps int    // NUM_INFERENCE_STEPS, default 20
@@ -213,6 +216,7 @@ func (s *Settings) Redacted() map[string]any {
 		"RATE_LIMIT_BURST":                  s.RateBurst,
 		"MAX_BATCH_DELAY_MS":                s.MaxBatchDelay.Milliseconds(),
 		"MAX_QUEUE_PER_CLIENT":              s.MaxQueuePerClient,
+		"MAX_CONNECTIONS":                   s.MaxConnections,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": s.InferenceTimeout.Seconds(),
 		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -57,7 +58,7 @@ func (s *Server) accessLog() gin.HandlerFunc {
 		start := time.Now()
 		timing := &scheduler.Timing{}
 		c.Request = c.Request.WithContext(scheduler.WithTiming(c.Request.Context(), timing))
-		c.Writer = &timingWriter{ResponseWriter: c.Writer, t: timing}
+		c.Writer = &timingWriter{ResponseWriter: c.Writer, t: timing, c: c, timeout: s.cfg.InferenceTimeout}
 		c.Next()
 		if !s.log.Enabled(c.Request.Context(), slog.LevelInfo) {
 			return
@@ -149,6 +150,9 @@ func (s *Server) requestDeadline() gin.HandlerFunc {
 			ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
 			defer cancel()
 			c.Request = c.Request.WithContext(ctx)
+			// The body too must arrive within the budget: a slow upload is cut at the deadline
+			// (408) instead of holding the handler for the server's 5-minute read timeout.
+			_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(budget))
 		}
 		c.Next()
 	}
@@ -173,6 +177,9 @@ func bodyErr(err error) error {
 	if errors.As(err, &mbe) {
 		return httpErr(http.StatusRequestEntityTooLarge, "Request body too large. Maximum allowed: %d bytes", mbe.Limit)
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return httpErr(http.StatusRequestTimeout, "the request body did not arrive within the request's time budget (X-Request-Timeout)")
+	}
 	return httpErr(http.StatusBadRequest, "%s", fmt.Sprintf("could not read request body: %v", err))
 }
 
@@ -185,22 +192,57 @@ func (s *Server) maxAudioBody() int64 {
 // timingWriter adds X-Queue-Time-Ms and X-Device-Time-Ms to a response whose jobs finished
 // before its first byte (all but streamed answers), so clients and load tools can split
 // latency into queue wait and device time (summed over the request's jobs).
+//
+// At its first write it also sets the connection's write deadline (writeDeadline), so a client
+// that stops reading cannot hold a handler, and the memory of its unsent answer, past the
+// request's deadline.
 type timingWriter struct {
 	gin.ResponseWriter
-	t    *scheduler.Timing
-	done bool
+	t       *scheduler.Timing
+	c       *gin.Context
+	timeout time.Duration // DEFAULT_INFERENCE_TIMEOUT_SECONDS
+	done    bool
+}
+
+// writeGrace is how long past the request's deadline its answer may take to be written.
+const writeGrace = 5 * time.Second
+
+// writeDeadline bounds every write of the response: the request's own deadline (X-Request-Timeout
+// and the SDKs' timeout headers) or, without one, DEFAULT_INFERENCE_TIMEOUT_SECONDS from the first
+// write (a stream lasts at most its job's timeout), plus writeGrace. A write that blocks past it
+// fails, and the handler ends as for a client that went away.
+func (w *timingWriter) writeDeadline() {
+	var until time.Time
+	if w.timeout > 0 {
+		until = time.Now().Add(w.timeout)
+	}
+	if dl, ok := w.c.Request.Context().Deadline(); ok && (until.IsZero() || dl.Before(until)) {
+		until = dl
+	}
+	if until.IsZero() {
+		return
+	}
+	// Not every ResponseWriter supports it (httptest's does not): then there is no deadline.
+	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(until.Add(writeGrace))
 }
 
 func (w *timingWriter) inject() {
-	if w.done || w.ResponseWriter.Written() {
+	if w.done {
 		return
 	}
 	w.done = true
+	w.writeDeadline()
+	if w.ResponseWriter.Written() {
+		return
+	}
 	if wait, device, jobs := w.t.Snapshot(); jobs > 0 {
 		w.Header().Set("X-Queue-Time-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
 		w.Header().Set("X-Device-Time-Ms", strconv.FormatInt(device.Milliseconds(), 10))
 	}
 }
+
+// Unwrap lets http.ResponseController reach the connection (read and write deadlines).
+func (w *timingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *timingWriter) Write(b []byte) (int, error) { w.inject(); return w.ResponseWriter.Write(b) }
 func (w *timingWriter) WriteString(s string) (int, error) {

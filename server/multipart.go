@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
 )
 
 // readForm is the one multipart/form-data reader of the upload routes (audio, OpenAI audio,
@@ -46,7 +47,7 @@ func readForm(body io.Reader, boundary string, maxParts, fieldLimit int, tooMany
 // 400 otherwise.
 func multipartErr(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return bodyErr(err)
 	}
 	return httpErr(http.StatusBadRequest, "malformed multipart body: %v", err)

@@ -8,9 +8,7 @@ package server
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -75,37 +73,6 @@ type Server struct {
 	// fanoutChunkSeconds bounds a fanned-out transcription's chunks (0: 30 s, Whisper's
 	// window); a seam for tests, which use shorter audio.
 	fanoutChunkSeconds float64
-}
-
-// connTracker remembers connections that have not sent a request yet. http.Server.Shutdown
-// waits up to 5 s for such connections (clients often dial spares they never use), so a
-// graceful stop closes them at once instead.
-type connTracker struct {
-	mu    sync.Mutex
-	fresh map[net.Conn]struct{}
-}
-
-func (t *connTracker) track(c net.Conn, st http.ConnState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.fresh == nil {
-		t.fresh = map[net.Conn]struct{}{}
-	}
-	if st == http.StateNew {
-		t.fresh[c] = struct{}{}
-	} else {
-		delete(t.fresh, c)
-	}
-}
-
-// CloseUnusedConns closes connections that never sent a request; call it after Shutdown began.
-func (s *Server) CloseUnusedConns() {
-	s.conns.mu.Lock()
-	defer s.conns.mu.Unlock()
-	for c := range s.conns.fresh {
-		_ = c.Close()
-		delete(s.conns.fresh, c)
-	}
 }
 
 // New builds the server and its routes.

@@ -138,6 +138,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (SERVICE_HOST/SERVICE_PORT): %w", addr, err)
 	}
+	ln = srv.LimitListener(ln)
 	httpSrv := srv.HTTPServer(addr)
 	if settings.PprofAddr != "" {
 		_, stopPprof, err := startPprof(settings.PprofAddr, log)
