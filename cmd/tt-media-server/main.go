@@ -43,6 +43,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return nil
 		case "audio-features":
 			return audioFeatures(ctx, args[1:], os.Stdin, os.Stdout, stderr)
+		case "audio-decode":
+			return audioDecode(ctx, args[1:], os.Stdin, os.Stdout, stderr)
 		default:
 			return fmt.Errorf("unknown argument %q (the server is configured by environment variables; see README.md)", args[0])
 		}
