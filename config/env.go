@@ -42,6 +42,10 @@ type rawEnv struct {
 	NewDeviceDelaySeconds optSeconds `envconfig:"NEW_DEVICE_DELAY_SECONDS"`
 	MaxWorkerRestartCount envInt     `envconfig:"MAX_WORKER_RESTART_COUNT" default:"5"`
 	WorkerIsolation       string     `envconfig:"WORKER_ISOLATION"`
+	DeviceBackend         string     `envconfig:"DEVICE_BACKEND"`
+	PythonExecutable      string     `envconfig:"PYTHON_EXECUTABLE" default:"/usr/bin/python3"`
+	PythonRunnerPath      string     `envconfig:"PYTHON_RUNNER_PATH"`
+	PythonRunnerClass     string     `envconfig:"PYTHON_RUNNER_CLASS"`
 	WorkerCheckSleep      envSeconds `envconfig:"WORKER_CHECK_SLEEP_TIMEOUT" default:"30.0"`
 	AllowDeepReset        envBool    `envconfig:"ALLOW_DEEP_RESET" default:"false"`
 	DefaultThrottleLevel  string     `envconfig:"DEFAULT_THROTTLE_LEVEL" default:"5"`

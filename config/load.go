@@ -128,10 +128,18 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	if err := processVars(merged, &raw); err != nil {
 		return nil, err
 	}
+	backend := strings.ToLower(strings.TrimSpace(raw.DeviceBackend))
+	if backend == BackendPython {
+		mock = false // Python runners drive whatever devices they open: nothing is simulated
+	}
 	s := fromRaw(&raw, mock)
 	_, s.TraceRegionSizeSet = merged("TRACE_REGION_SIZE")
 	if v := strings.ToLower(strings.TrimSpace(raw.NativeCodecs)); v != "auto" && v != "off" {
 		return nil, invalid("NATIVE_CODECS", raw.NativeCodecs, "accepted: auto, off")
+	}
+	s.DeviceBackend = backend
+	if err := checkBackend(s); err != nil {
+		return nil, err
 	}
 
 	idsSource := "DEVICE_IDS"
@@ -221,6 +229,9 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MockDevicesCount:              int(r.MockDevicesCount),
 		MaxWorkerRestarts:             int(r.MaxWorkerRestartCount),
 		WorkerIsolation:               isolation(r.WorkerIsolation, mock),
+		PythonExecutable:              strings.TrimSpace(r.PythonExecutable),
+		PythonRunnerPath:              r.PythonRunnerPath,
+		PythonRunnerClass:             strings.TrimSpace(r.PythonRunnerClass),
 		WorkerCheckInterval:           time.Duration(r.WorkerCheckSleep),
 		CanaryInterval:                time.Duration(r.CanaryInterval),
 		AllowDeepReset:                bool(r.AllowDeepReset),

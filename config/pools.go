@@ -10,6 +10,9 @@ type Pool struct {
 	Runner  string
 	Service string
 	Groups  []DeviceGroup
+	// Backend is "python" when the entry says runner@python (Tenstorrent's Python runner in
+	// workers/python processes); "" = DEVICE_BACKEND's.
+	Backend string
 }
 
 // parsePools reads MODEL_POOLS: "runner:device-ids" entries separated by ';', e.g.
@@ -26,6 +29,11 @@ func parsePools(s *Settings, raw string) ([]Pool, error) {
 		}
 		runner, ids, ok := strings.Cut(entry, ":")
 		runner = strings.TrimSpace(runner)
+		runner, backend, _ := strings.Cut(runner, "@")
+		runner, backend = strings.TrimSpace(runner), strings.ToLower(strings.TrimSpace(backend))
+		if backend != "" && backend != BackendPython {
+			return nil, invalid("MODEL_POOLS", raw, "entry %q: backend %q: a pool may say @%s (Tenstorrent's Python runner); others use DEVICE_BACKEND", entry, backend, BackendPython)
+		}
 		if !ok || runner == "" {
 			return nil, invalid("MODEL_POOLS", raw, "entry %q is not runner:DEVICE_IDS (e.g. tt-whisper:(24),(25))", entry)
 		}
@@ -55,7 +63,7 @@ func parsePools(s *Settings, raw string) ([]Pool, error) {
 				}
 			}
 		}
-		pools = append(pools, Pool{Runner: runner, Service: svc, Groups: groups})
+		pools = append(pools, Pool{Runner: runner, Service: svc, Groups: groups, Backend: backend})
 	}
 	if len(pools) == 0 {
 		return nil, invalid("MODEL_POOLS", raw, "no pool given")
@@ -67,7 +75,11 @@ func parsePools(s *Settings, raw string) ([]Pool, error) {
 func formatPools(pools []Pool) string {
 	parts := make([]string, 0, len(pools))
 	for _, p := range pools {
-		parts = append(parts, p.Runner+":"+formatGroups(p.Groups))
+		name := p.Runner
+		if p.Backend != "" {
+			name += "@" + p.Backend
+		}
+		parts = append(parts, name+":"+formatGroups(p.Groups))
 	}
 	return strings.Join(parts, ";")
 }

@@ -69,6 +69,17 @@ type Settings struct {
 	AllowDeepReset       bool          // ALLOW_DEEP_RESET, default false
 	DefaultThrottleLevel string        // DEFAULT_THROTTLE_LEVEL, default "5" (TT_MM_THROTTLE_PERF; "" = unset)
 
+	// Python workers (DEVICE_BACKEND=python or a MODEL_POOLS entry runner@python).
+	// DeviceBackend is DEVICE_BACKEND: "sim" (the C simulator; every build without the ttnn tag),
+	// "metal" (tt-mlir; ttnn builds) or "python" (every pool's runners are Tenstorrent's Python
+	// model runners in workers/python processes; nothing is simulated). "" = the build's default.
+	DeviceBackend string
+	// PythonExecutable (PYTHON_EXECUTABLE, default /usr/bin/python3) runs the Python workers;
+	// PythonRunnerPath (PYTHON_RUNNER_PATH, os.PathListSeparator-separated) goes in front of
+	// their sys.path; PythonRunnerClass (PYTHON_RUNNER_CLASS, "module:Class") replaces the
+	// MODEL_RUNNER → runner-class table. The worker reads the last two from its environment.
+	PythonExecutable, PythonRunnerPath, PythonRunnerClass string
+
 	// Queueing.
 	MaxQueueSize      int           // MAX_QUEUE_SIZE, default 64
 	MaxBatchSize      int           // MAX_BATCH_SIZE
@@ -197,6 +208,10 @@ func (s *Settings) Redacted() map[string]any {
 		"NEW_DEVICE_DELAY_SECONDS":          s.NewDeviceDelay.Seconds(),
 		"MAX_WORKER_RESTART_COUNT":          s.MaxWorkerRestarts,
 		"WORKER_ISOLATION":                  s.WorkerIsolation,
+		"DEVICE_BACKEND":                    s.DeviceBackend,
+		"PYTHON_EXECUTABLE":                 s.PythonExecutable,
+		"PYTHON_RUNNER_PATH":                s.PythonRunnerPath,
+		"PYTHON_RUNNER_CLASS":               s.PythonRunnerClass,
 		"WORKER_CHECK_SLEEP_TIMEOUT":        s.WorkerCheckInterval.Seconds(),
 		"CANARY_INTERVAL_SECONDS":           s.CanaryInterval.Seconds(),
 		"ALLOW_DEEP_RESET":                  s.AllowDeepReset,

@@ -82,10 +82,11 @@ func eventJPEG(t *testing.T, ev streamEvent) image.Image {
 	return img
 }
 
-// isolations are the WORKER_ISOLATION modes the streaming tests run under: the runner in the
-// server process, and in a device-worker child that relays previews and progress over its
-// pipe.
-var isolations = []string{"inprocess", "process"}
+// isolations are the modes the streaming tests run under: the runner in the server process
+// (WORKER_ISOLATION=inprocess), in a device-worker child that relays previews and progress
+// over its pipe (process), and the Python worker hosting the fake SDXL runner (python:
+// DEVICE_BACKEND=python, python_test.go).
+var isolations = []string{"inprocess", "process", "python"}
 
 // TestImageStreamingSSE streams /v1/images/generations from the real binary (mock SDXL), with
 // the runner in process and in a worker process: the previews arrive as events before the
@@ -102,8 +103,8 @@ func TestImageStreamingSSE(t *testing.T) {
 }
 
 func testImageStreamingSSE(t *testing.T, isolation string) {
-	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.01",
-		"WORKER_ISOLATION": isolation, "MOCK_DEVICES_COUNT": "1"})
+	s := startServer(t, isolationEnv(t, isolation, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.01",
+		"MOCK_DEVICES_COUNT": "1"}))
 	const body = `{"prompt":"Volcano on a beach","seed":3,"stream":true,"partial_images":2,"output_format":"jpeg","output_compression":90,"quality":"low"}`
 	start := time.Now()
 	resp := openImageStream(t, t.Context(), s, body)
@@ -186,8 +187,8 @@ func TestImageStreamProgressAndDisconnect(t *testing.T) {
 
 func testImageStreamProgressAndDisconnect(t *testing.T, isolation string) {
 	// 50 steps of 0.2 s: 10 s of device time, far more than the test waits for.
-	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.2", "DEVICE_IDS": "(0)",
-		"WORKER_ISOLATION": isolation})
+	s := startServer(t, isolationEnv(t, isolation, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.2",
+		"DEVICE_IDS": "(0)"}))
 	cancelledRunning := regexp.MustCompile(`^tt_media_server_cancellations_total\{.*stage="running".*\} `)
 	before := metricValue(t, s, cancelledRunning)
 

@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := families.NewRegistry()
 
-	if mockMode {
+	if settings.Mock {
 		log.Warn("MOCK-DEVICE MODE: devices are SIMULATED; outputs are not real model inference",
 			"mock_devices", settings.MockDevicesCount, "worker_groups", len(settings.DeviceGroups))
 	}
@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("audio: no ffmpeg on PATH: M4A/MP4 (AAC) and non-Opus WebM uploads get 415 (WAV, MP3, FLAC, Ogg and WebM/Opus decode in Go)")
 	}
 
-	if mockMode && settings.WorkerIsolation != config.IsolationProcess {
+	if settings.Mock && settings.WorkerIsolation != config.IsolationProcess {
 		// In process the workers' devices are submeshes of one parent mesh (TT-Metal's way of
 		// serving several device groups from one process); it outlives the schedulers.
 		parent, err := openSharedParent(ctx, settings, log)
@@ -102,7 +102,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	m := metrics.New()
 	var pools []server.Pool
 	var scheds []*scheduler.Scheduler
+	pyWorker, err := installPythonWorker(settings, log)
+	if err != nil {
+		return err
+	}
 	for _, p := range settings.Pools {
+		var py *pythonWorker
+		if settings.PoolBackend(p) == config.BackendPython {
+			py = pyWorker
+		}
 		service, err := reg.Service(p.Runner)
 		if err != nil {
 			return err
@@ -124,17 +132,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			RestartDelay:   settings.ResetDeviceSleep,
 			CheckInterval:  settings.WorkerCheckInterval,
 			CanaryInterval: settings.CanaryInterval,
-			Reset:          resetDevices(settings, log),
+			Reset:          resetDevices(settings, py != nil, log),
 			Logger:         log.With("model", runner),
 			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
 				m.JobDone(runner, worker, wait, device, outcome)
 			},
-		}, newRunnerFactory(settings, runner, reg, log))
+		}, newRunnerFactory(settings, runner, reg, log, py))
 		m.AddSource(runner, sched)
 		pools = append(pools, server.Pool{Service: service, Runner: runner, Sched: sched})
 		scheds = append(scheds, sched)
 	}
-	srv := server.New(server.Deps{Settings: settings, Pools: pools, Logger: log, Mock: mockMode, Metrics: m})
+	srv := server.New(server.Deps{Settings: settings, Pools: pools, Logger: log, Mock: settings.Mock, Metrics: m})
 	addr := net.JoinHostPort(settings.Host, strconv.Itoa(settings.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -211,14 +219,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // resetDevices returns the device-reset hook: the RESET_DEVICE_COMMAND; simulated in
-// mock-device mode unless mockRunsResetCommand.
-func resetDevices(s *config.Settings, log *slog.Logger) scheduler.ResetFunc {
+// mock-device mode unless mockRunsResetCommand or the pool's runners are Python workers
+// (python: they drive whatever devices their runners open, so the command always runs).
+func resetDevices(s *config.Settings, python bool, log *slog.Logger) scheduler.ResetFunc {
 	return func(ctx context.Context, groups []config.DeviceGroup) error {
 		ids := make([]string, 0, len(groups))
 		for _, g := range groups {
 			ids = append(ids, g.ID)
 		}
-		if mockMode && !mockRunsResetCommand(s) {
+		if s.Mock && !python && !mockRunsResetCommand(s) {
 			log.Info("simulated device reset", "groups", ids)
 			return nil
 		}

@@ -24,10 +24,11 @@ const workerCommand = "device-worker"
 // hardwareResetCommand is RESET_DEVICE_COMMAND's default; a mock build never runs it.
 const hardwareResetCommand = "tt-smi -r"
 
-// newRunnerFactory builds the scheduler's runner factory: with WORKER_ISOLATION=process each
-// group's runner lives in a "device-worker" child process (this executable), otherwise the
-// registry's runner runs in this process.
-func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, log *slog.Logger) func(config.DeviceGroup) (runners.Runner, error) {
+// newRunnerFactory builds the scheduler's runner factory: with py, each group's runner is a
+// Python worker process (Tenstorrent's Python model runner); with WORKER_ISOLATION=process a
+// "device-worker" child process (this executable); otherwise the registry's runner runs in
+// this process.
+func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, log *slog.Logger, py *pythonWorker) func(config.DeviceGroup) (runners.Runner, error) {
 	ttmetal := config.ReadTTMetalEnv()
 	cacheBase := ttmetal.Cache
 	if cacheBase == "" {
@@ -37,12 +38,15 @@ func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, 
 	}
 	return func(g config.DeviceGroup) (runners.Runner, error) {
 		spec := runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: s.DeviceMeshShape, Settings: s}
-		if s.WorkerIsolation != config.IsolationProcess {
+		if py == nil && s.WorkerIsolation != config.IsolationProcess {
 			return reg.New(runner, spec)
 		}
 		var opTimeout = s.InferenceTimeout + 2*procrunner.DefaultGrace
 		if ttmetal.OperationTimeoutSet {
 			opTimeout = 0 // inherited as it is
+		}
+		if py != nil {
+			return py.runner(g, runner, procrunner.WorkerEnv(spec, cacheBase, opTimeout), log), nil
 		}
 		return procrunner.New(procrunner.Config{
 			WorkerID: g.ID,

@@ -128,9 +128,10 @@ func keepLast(lines []string, n int) []string {
 }
 
 // notable reports whether a stderr line says why a process died: a Go panic or fatal error,
-// a signal report of the Go runtime ("SIGABRT: abort"), or a message of the device backend.
+// a signal report of the Go runtime ("SIGABRT: abort"), a Python worker's fatal error or
+// traceback, or a message of the device backend.
 func notable(line string) bool {
-	for _, p := range []string{"panic:", "fatal error:", "SIG", "ttb ", "TT_THROW", "terminate called"} {
+	for _, p := range []string{"panic:", "fatal error:", "SIG", "ttb ", "TT_THROW", "terminate called", "Fatal Python error", "Traceback"} {
 		if strings.HasPrefix(line, p) {
 			return true
 		}

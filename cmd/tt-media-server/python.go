@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/procrunner"
+	"github.com/tenstorrent/tt-media-server-go/workers/python"
+)
+
+// pythonWorker is how a pool with the python backend starts its workers: the interpreter and
+// the installed worker script (workers/python, embedded in this binary).
+type pythonWorker struct {
+	exe, script string
+}
+
+// installPythonWorker writes the embedded Python worker under the user's cache directory when a
+// pool runs Python workers; nil otherwise.
+func installPythonWorker(s *config.Settings, log *slog.Logger) (*pythonWorker, error) {
+	if !s.PythonPools() {
+		return nil, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	script, err := python.Install(filepath.Join(base, "tt-media-server"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(s.PythonExecutable); err != nil {
+		return nil, fmt.Errorf("PYTHON_EXECUTABLE=%s: %w", s.PythonExecutable, err)
+	}
+	log.Info("python workers", "python", s.PythonExecutable, "script", script, "runner_path", s.PythonRunnerPath,
+		"runner_class", s.PythonRunnerClass)
+	return &pythonWorker{exe: s.PythonExecutable, script: script}, nil
+}
+
+// runner is the parent side of one Python worker process for group g: the same supervision as
+// the Go device worker (procrunner), another executable.
+func (p *pythonWorker) runner(g config.DeviceGroup, runner string, env []string, log *slog.Logger) runners.Runner {
+	return procrunner.New(procrunner.Config{
+		WorkerID: g.ID,
+		Path:     p.exe,
+		Args:     []string{"-u", p.script, g.ID, runner},
+		Env:      append(env, "MODEL_RUNNER="+runner),
+		Logger:   log,
+	})
+}

@@ -1,0 +1,371 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"image/color"
+	"image/jpeg"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Python workers (DEVICE_BACKEND=python): the real binary supervising workers/python/tt_worker.py
+// processes that host our fake runners (workers/python/fakes: HEAD's interface, no upstream
+// code), through the same procrunner supervision as the Go device workers. The image streaming
+// suites of image_stream_test.go also run on them (isolations includes "python").
+
+// pythonExe is the interpreter the tests give the server: Debian's, not a pyenv shim.
+const pythonExe = "/usr/bin/python3"
+
+// requirePython skips (fails in CI) unless Debian's python3 with PIL can run the fake runners.
+func requirePython(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command(pythonExe, "-c", "import PIL, numpy").CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("%s with PIL and numpy is needed for the Python worker tests (scripts/install-python-worker-deps.sh): %v %s", pythonExe, err, out)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// pythonEnv turns a mock-server environment into one whose pools run on Python workers: the
+// fake runners, the groups of DEVICE_IDS (default: one single-chip group per
+// MOCK_DEVICES_COUNT chip), no start-up delay, and a harmless RESET_DEVICE_COMMAND unless one
+// is given (nothing is simulated with DEVICE_BACKEND=python, so the command really runs).
+func pythonEnv(t *testing.T, env map[string]string) map[string]string {
+	t.Helper()
+	requirePython(t)
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	delete(out, "WORKER_ISOLATION")
+	out["DEVICE_BACKEND"] = "python"
+	out["PYTHON_EXECUTABLE"] = pythonExe
+	out["PYTHON_RUNNER_PATH"] = filepath.Join(repoRoot, "workers", "python", "fakes")
+	if _, ok := out["DEVICE_IDS"]; !ok {
+		n := 2 // serverEnv's MOCK_DEVICES_COUNT
+		if v, err := strconv.Atoi(out["MOCK_DEVICES_COUNT"]); err == nil {
+			n = v
+		}
+		var groups []string
+		for i := range n {
+			groups = append(groups, "("+strconv.Itoa(i)+")")
+		}
+		out["DEVICE_IDS"] = strings.Join(groups, ",")
+	}
+	if _, ok := out["NEW_DEVICE_DELAY_SECONDS"]; !ok {
+		out["NEW_DEVICE_DELAY_SECONDS"] = "0"
+	}
+	if _, ok := out["RESET_DEVICE_COMMAND"]; !ok {
+		out["RESET_DEVICE_COMMAND"] = "true"
+	}
+	return out
+}
+
+// isolationEnv is env under one of the isolations: WORKER_ISOLATION for the Go runners, or
+// Python workers.
+func isolationEnv(t *testing.T, isolation string, env map[string]string) map[string]string {
+	if isolation == "python" {
+		return pythonEnv(t, env)
+	}
+	out := map[string]string{"WORKER_ISOLATION": isolation}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
+// busyWorker waits until a worker reports progress and returns its id and pid.
+func busyWorker(t *testing.T, s *server) (string, int) {
+	t.Helper()
+	var id string
+	var pid int
+	eventually(t, 10*time.Second, "a worker reports progress", func() bool {
+		for wid, w := range workerInfo(t, s) {
+			if _, ok := w["progress"]; ok {
+				id, pid = wid, int(jsonNumber(t, w["pid"], "pid"))
+				return true
+			}
+		}
+		return false
+	})
+	return id, pid
+}
+
+func TestPythonImage(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.005",
+		"DEVICE_IDS": "(0)"}))
+	require.Contains(t, s.stderr.String(), "tt_model_runners.sdxl_generate_runner_trace.TTSDXLGenerateRunnerTrace")
+
+	t.Run("reference dialect, deterministic", func(t *testing.T) {
+		body := `{"prompt":"Volcano on a beach","guidance_scale":7.0,"seed":3,"num_inference_steps":12}`
+		a := generate(t, s, "/image/generations", body)
+		b := generate(t, s, "/image/generations", body)
+		require.Len(t, a, 1)
+		require.Equal(t, a, b, "same request, same picture")
+		img, err := jpeg.Decode(bytes.NewReader(a[0]))
+		require.NoError(t, err)
+		require.Equal(t, 1024, img.Bounds().Dx())
+		c := generate(t, s, "/image/generations", strings.Replace(body, `"seed":3`, `"seed":4`, 1))
+		require.NotEqual(t, a, c, "another seed, another picture")
+	})
+	t.Run("OpenAI dialect, two images", func(t *testing.T) {
+		imgs := generateV1(t, s, `{"prompt":"Volcano on a beach","n":2,"output_format":"jpeg"}`)
+		require.Len(t, imgs, 2)
+		require.NotEqual(t, imgs[0], imgs[1])
+	})
+	t.Run("runner errors keep their class", func(t *testing.T) {
+		r := s.postJSON(t, "/image/generations", `{"prompt":"[[bad]] x","guidance_scale":7.0,"seed":3,"num_inference_steps":12}`)
+		require.Equalf(t, http.StatusBadRequest, r.Status, "%s", r)
+		require.Contains(t, string(r.Body), "fake runner refuses the request")
+		r = s.postJSON(t, "/image/generations", `{"prompt":"[[fail]] x","guidance_scale":7.0,"seed":3,"num_inference_steps":12}`)
+		require.Equalf(t, http.StatusInternalServerError, r.Status, "%s", r)
+		require.Contains(t, string(r.Body), "fake device error")
+		generate(t, s, "/image/generations", `{"prompt":"after the errors","guidance_scale":7.0,"seed":3,"num_inference_steps":12}`)
+	})
+}
+
+func TestPythonTranscription(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "MOCK_AUDIO_SECONDS_PER_SECOND": "0.002",
+		"DEVICE_IDS": "(0),(1)", "MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS": "300"}))
+	wav3s := toneGapTone()
+	fake := regexp.MustCompile(`Python fake transcription of [0-9.]+ seconds of (audio|silence)`)
+
+	t.Run("JSON", func(t *testing.T) {
+		r := s.postJSON(t, audioPath, fmt.Sprintf(`{"stream":false,"file":"%s"}`, base64.StdEncoding.EncodeToString(wav3s)))
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		var tr transcription
+		r.JSON(t, &tr)
+		requireTranscription(t, tr, 3.0, 1e-3)
+		require.Regexp(t, fake, tr.Text)
+	})
+	t.Run("multipart with pre-processing", func(t *testing.T) {
+		r := s.postMultipart(t, audioPath, file("x.wav", "audio/wav", wav3s), field("stream", "false"), field("is_preprocessing_enabled", "true"))
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		var tr transcription
+		r.JSON(t, &tr)
+		requireTranscription(t, tr, 3.0, 1e-3)
+		require.Len(t, tr.Segments, 2, "the VAD's two tones, transcribed by the runner segment by segment")
+		for _, seg := range tr.Segments {
+			require.Regexp(t, fake, seg.Text)
+		}
+	})
+	t.Run("NDJSON stream", func(t *testing.T) {
+		body := fmt.Sprintf(`{"stream":true,"file":"%s"}`, base64.StdEncoding.EncodeToString(wav3s))
+		tr := parseStream(t, s.postJSON(t, audioPath, body))
+		requireTranscription(t, tr, 3.0, 1e-3)
+		require.Regexp(t, fake, tr.Text)
+	})
+	t.Run("SSE stream", func(t *testing.T) {
+		r := s.postMultipart(t, "/v1/audio/transcriptions", file("x.wav", "audio/wav", wav3s), field("model", "whisper-1"), field("stream", "true"))
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		require.Contains(t, r.Header.Get("Content-Type"), "text/event-stream")
+		var deltas []string
+		sc := bufio.NewScanner(bytes.NewReader(r.Body))
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(line, `"transcript.text.delta"`) {
+				deltas = append(deltas, line)
+			}
+		}
+		require.Greater(t, len(deltas), 3, "word by word: %s", r.Body)
+		require.Contains(t, string(r.Body), `"type":"transcript.text.done"`)
+	})
+	t.Run("fan-out across both workers", func(t *testing.T) {
+		wav := wavPCM16(16000, speechLike())
+		res, chunks, _ := transcribeTimed(t, s, wav)
+		n, err := strconv.Atoi(chunks)
+		require.NoError(t, err)
+		require.Greater(t, n, 2, "a 3-minute file is split into chunks")
+		require.Regexp(t, fake, res.Text)
+		jobs := regexp.MustCompile(`(?m)^tt_media_server_jobs_total\{[^}]*outcome="ok"[^}]*worker="(\d)"[^}]*\} (\d+)`)
+		per := map[string]int{}
+		for _, m := range jobs.FindAllStringSubmatch(string(s.get(t, "/metrics").Body), -1) {
+			v, _ := strconv.Atoi(m[2])
+			per[m[1]] += v
+		}
+		require.Greater(t, per["0"], 0, "worker 0 ran chunks: %v", per)
+		require.Greater(t, per["1"], 0, "worker 1 ran chunks: %v", per)
+	})
+}
+
+func TestPythonCNN(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet", "DEVICE_IDS": "(0)"}))
+	var buf bytes.Buffer
+	require.NoError(t, jpeg.Encode(&buf, drawPicture(320, 240, color.RGBA{R: 200, G: 40, B: 30, A: 255}), nil))
+	r := s.postMultipart(t, "/v1"+cnnPath, file("x.jpg", "image/jpeg", buf.Bytes()), field("top_k", "3"), field("min_confidence", "10"))
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	body := r.obj(t)
+	item := body["image_data"].([]any)[0].(map[string]any)
+	require.NotEmpty(t, item["top1_class_label"])
+	require.Regexp(t, `^[0-9]+\.[0-9]{4}%$`, item["top1_class_probability"])
+	out := item["output"].(map[string]any)
+	require.Len(t, out["labels"], 3)
+	require.Equal(t, item["top1_class_label"], out["labels"].([]any)[0])
+	again := s.postMultipart(t, "/v1"+cnnPath, file("x.jpg", "image/jpeg", buf.Bytes()), field("top_k", "3"), field("min_confidence", "10"))
+	require.Equal(t, r.Body, again.Body, "deterministic labels")
+}
+
+// TestPythonKill9: a Python worker killed with SIGKILL mid-request fails that request with 503;
+// the request running on the other worker completes; the killed worker comes back.
+func TestPythonKill9(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.1",
+		"DEVICE_IDS": "(0),(1)", "RESET_DEVICE_SLEEP_TIME": "0.1"}))
+	waitAllWorkers(t, s, 2)
+	results := make([]reply, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			results[i] = s.postJSON(t, "/image/generations",
+				fmt.Sprintf(`{"prompt":"request %d","guidance_scale":7.0,"seed":%d,"num_inference_steps":30}`, i, i))
+		})
+	}
+	eventually(t, 10*time.Second, "both workers busy", func() bool {
+		busy := 0
+		for _, w := range workerInfo(t, s) {
+			if _, ok := w["progress"]; ok {
+				busy++
+			}
+		}
+		return busy == 2
+	})
+	victim, pid := busyWorker(t, s)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	wg.Wait()
+	var codes []int
+	for _, r := range results {
+		codes = append(codes, r.Status)
+		if r.Status == http.StatusServiceUnavailable {
+			require.Contains(t, string(r.Body), "device lost")
+		}
+	}
+	require.ElementsMatch(t, []int{http.StatusOK, http.StatusServiceUnavailable}, codes, "%s / %s", results[0], results[1])
+	eventually(t, 15*time.Second, "the killed worker is back", func() bool {
+		counts, ready, _ := restartCounts(t, s)
+		return ready && counts[victim] == 1
+	})
+	require.NotEqual(t, pid, int(jsonNumber(t, workerInfo(t, s)[victim]["pid"], "pid")), "a new process")
+	generate(t, s, "/image/generations", `{"prompt":"after","guidance_scale":7.0,"seed":1,"num_inference_steps":12}`)
+}
+
+// TestPythonSIGSTOP: a stopped Python worker (its heartbeats stop with it) is killed at the
+// job's deadline plus the grace; the client gets 504 at its deadline; RESET_DEVICE_COMMAND
+// runs with the group's chips; the worker comes back.
+func TestPythonSIGSTOP(t *testing.T) {
+	t.Parallel()
+	resetLog := filepath.Join(t.TempDir(), "reset.log")
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.05",
+		"DEVICE_IDS": "(0,1)", "DEVICE_MESH_SHAPE": "(1,2)", "DEFAULT_INFERENCE_TIMEOUT_SECONDS": "1",
+		"RESET_DEVICE_COMMAND": `echo "reset $TT_VISIBLE_DEVICES" >> ` + resetLog}))
+	type answer struct {
+		r    reply
+		took time.Duration
+	}
+	done := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		r, err := tryDo(http.MethodPost, s.URL+"/image/generations",
+			[]byte(`{"prompt":"stopped","guidance_scale":7.0,"seed":1,"num_inference_steps":30}`), "Content-Type", "application/json", "Authorization", bearer)
+		if err != nil {
+			r = reply{Body: []byte(err.Error())}
+		}
+		done <- answer{r, time.Since(start)}
+	}()
+	_, pid := busyWorker(t, s)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	a := <-done
+	require.Equalf(t, http.StatusGatewayTimeout, a.r.Status, "%s", a.r)
+	require.Less(t, a.took, 2500*time.Millisecond, "504 at the 1 s deadline, not at the kill")
+	eventually(t, 15*time.Second, "reset ran and the worker is back", func() bool {
+		counts, ready, _ := restartCounts(t, s)
+		return ready && counts["0,1"] == 1
+	})
+	data, err := os.ReadFile(resetLog)
+	require.NoError(t, err)
+	require.Equal(t, "reset 0,1\n", string(data))
+	require.Contains(t, workerInfo(t, s)["0,1"]["last_error"], "did not answer after the job's deadline")
+	require.Error(t, syscall.Kill(pid, 0), "the stopped process was killed")
+	generate(t, s, "/image/generations", `{"prompt":"after","guidance_scale":7.0,"seed":1,"num_inference_steps":12}`)
+}
+
+// TestPythonFaults: a runner that holds the GIL longer than the heartbeat limit (5 s) is not
+// taken for dead (heartbeats come from a helper process); an abort in the runner is a 503 that
+// quotes the interpreter's last words; a failing warm-up shows in /tt-liveness.
+func TestPythonFaults(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.001",
+		"DEVICE_IDS": "(0)", "DEFAULT_INFERENCE_TIMEOUT_SECONDS": "30"}))
+	t.Run("GIL held for 6 s", func(t *testing.T) {
+		start := time.Now()
+		generate(t, s, "/image/generations", `{"prompt":"[[gil:6]]","guidance_scale":7.0,"seed":1,"num_inference_steps":12}`)
+		require.Greater(t, time.Since(start), 5*time.Second)
+		counts, _, _ := restartCounts(t, s)
+		require.Zero(t, counts["0"], "not restarted")
+	})
+	t.Run("abort", func(t *testing.T) {
+		r := s.postJSON(t, "/image/generations", `{"prompt":"[[crash]]","guidance_scale":7.0,"seed":1,"num_inference_steps":12}`)
+		require.Equalf(t, http.StatusServiceUnavailable, r.Status, "%s", r)
+		require.Contains(t, string(r.Body), "Fatal Python error: Aborted")
+		eventually(t, 15*time.Second, "the worker is back", func() bool {
+			counts, ready, _ := restartCounts(t, s)
+			return ready && counts["0"] == 1
+		})
+	})
+	t.Run("warm-up failure", func(t *testing.T) {
+		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "DEVICE_IDS": "(0)",
+			"FAKE_RUNNER_WARMUP_FAIL": "no weights here", "MAX_WORKER_RESTART_COUNT": "0"}))
+		eventually(t, 15*time.Second, "the worker failed", func() bool {
+			if _, err := tryDo(http.MethodGet, f.URL+"/tt-liveness", nil); err != nil {
+				return false
+			}
+			return workerInfo(t, f)["0"]["state"] == "failed"
+		})
+		require.Contains(t, workerInfo(t, f)["0"]["last_error"], "fake warm-up failure: no weights here")
+		f.sigterm(t)
+		require.Equal(t, 0, f.waitExit(t, 10*time.Second))
+	})
+}
+
+// TestPythonCancelFreesTheWorker: a client that goes away mid-request frees the Python worker
+// at the runner's next step, not after the job's remaining steps.
+func TestPythonCancelFreesTheWorker(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.2", "DEVICE_IDS": "(0)"}))
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/image/generations",
+		strings.NewReader(`{"prompt":"long","guidance_scale":7.0,"seed":1,"num_inference_steps":50}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", bearer)
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	busyWorker(t, s)
+	cancel()
+	start := time.Now()
+	generate(t, s, "/image/generations", `{"prompt":"next","guidance_scale":7.0,"seed":1,"num_inference_steps":12}`)
+	require.Less(t, time.Since(start), 5*time.Second, "the next job did not wait for the cancelled one's 10 s")
+}

@@ -1,0 +1,862 @@
+#!/usr/bin/python3
+"""tt-media-server Python worker: hosts one model runner with tt-media-server HEAD's
+BaseDeviceRunner interface (set_device, warmup, run, health_check, close_device,
+is_request_batchable) behind the server's worker protocol (docs/WORKER-PROTOCOL.md).
+
+    python3 tt_worker.py GROUP RUNNER
+
+The Go server starts it, one process per device group, when DEVICE_BACKEND=python (or a
+MODEL_POOLS entry says @python); it is not meant to be run by hand. GROUP is the device group as
+written in DEVICE_IDS ("0", "0,1"); RUNNER a MODEL_RUNNER name, mapped to HEAD's runner class
+(RUNNERS below) or to PYTHON_RUNNER_CLASS=module:Class. PYTHON_RUNNER_PATH (os.pathsep-separated)
+goes in front of sys.path: on a Tenstorrent host, tt-inference-server's tt-media-server
+directory (its tt_model_runners, domain, config and utils packages), with tt-metal's Python
+environment (ttnn) as the interpreter (PYTHON_EXECUTABLE).
+
+Our requests become the runner's request objects (HEAD's domain classes when importable, else
+plain objects with the same attributes); its results (PIL images, AudioTextResponse objects,
+image-classification results) become ours. The protocol's stdout belongs to this program: fd 1
+is pointed at stderr, so prints and C libraries' output land in the server's log.
+
+Threads and processes: the main thread reads the server's messages (cancel and chunk_ack arrive
+while the runner computes); one runner thread runs warm-up and batches in order; heartbeats come
+from a forked helper process, so a runner that holds the GIL inside a long C call cannot starve
+them (the helper stops beating only when this process is stopped, e.g. SIGSTOP, or gone).
+Standard library only; numpy and PIL are used when the hosted runner has them.
+"""
+
+import asyncio
+import ctypes
+import faulthandler
+import importlib
+import inspect
+import io
+import json
+import logging
+import os
+import queue
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+import types
+
+PROTOCOL_VERSION = 3
+MAX_FRAME = 256 << 20
+MAX_HEADER = 16 << 20
+
+# MODEL_RUNNER -> (module, class) of tt-media-server HEAD's runner_fabric.
+RUNNERS = {
+    "tt-sdxl-trace": ("tt_model_runners.sdxl_generate_runner_trace", "TTSDXLGenerateRunnerTrace"),
+    "tt-sd3.5": ("tt_model_runners.dit_runners", "TTSD35Runner"),
+    "tt-whisper": ("tt_model_runners.whisper_runner", "TTWhisperRunner"),
+    "tt-xla-resnet": ("tt_model_runners.forge_runners.runners", "ForgeResnetRunner"),
+    "tt-xla-vovnet": ("tt_model_runners.forge_runners.runners", "ForgeVovnetRunner"),
+    "tt-xla-mobilenetv2": ("tt_model_runners.forge_runners.runners", "ForgeMobilenetv2Runner"),
+}
+
+# Job type -> (module, class) of HEAD's request object.
+REQUESTS = {
+    "image": ("domain.image_generate_request", "ImageGenerateRequest"),
+    "audio": ("domain.audio_processing_request", "AudioProcessingRequest"),
+    "cnn": ("domain.image_search_request", "ImageSearchRequest"),
+}
+
+log = logging.getLogger("tt_worker")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tt_worker_hooks as hooks  # noqa: E402  (beside this file)
+
+
+class ProtocolError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- frames
+
+
+class Out:
+    """An outgoing message: a header dict plus its blobs."""
+
+    def __init__(self, kind, **fields):
+        self.header = {"kind": kind}
+        self.header.update(fields)
+        self.blobs = []
+
+    def blob(self, data):
+        self.blobs.append(data)
+        return len(self.blobs) - 1
+
+    def encode(self):
+        if self.blobs:
+            self.header["blobs"] = [len(b) for b in self.blobs]
+        hdr = json.dumps(self.header, separators=(",", ":"), allow_nan=False).encode()
+        n = 4 + len(hdr) + sum(len(b) for b in self.blobs)
+        if n > MAX_FRAME:
+            raise ProtocolError(f"{self.header['kind']} frame of {n} bytes exceeds {MAX_FRAME}")
+        return b"".join([struct.pack(">II", n, len(hdr)), hdr] + [bytes(b) if not isinstance(b, bytes) else b for b in self.blobs])
+
+
+def read_exact(f, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            return bytes(buf)
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(f):
+    """Returns (header, blobs) or None at a clean end of input."""
+    first = read_exact(f, 4)
+    if not first:
+        return None
+    if len(first) < 4:
+        raise ProtocolError("truncated frame length")
+    (n,) = struct.unpack(">I", first)
+    if n < 4 or n > MAX_FRAME:
+        raise ProtocolError(f"frame length {n}")
+    body = read_exact(f, n)
+    if len(body) != n:
+        raise ProtocolError(f"truncated frame ({len(body)} of {n} bytes)")
+    (h,) = struct.unpack(">I", body[:4])
+    if h == 0 or h > MAX_HEADER or h > n - 4:
+        raise ProtocolError(f"header length {h} in a frame of {n} bytes")
+    try:
+        header = json.loads(body[4:4 + h])
+    except ValueError as e:
+        raise ProtocolError(f"decode frame header: {e}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
+        raise ProtocolError("frame header is not a message")
+    payload = memoryview(body)[4 + h:]
+    blobs, off = [], 0
+    for length in header.get("blobs") or []:
+        if not isinstance(length, int) or length < 0 or off + length > len(payload):
+            raise ProtocolError(f"blob of {length} bytes beyond the payload")
+        blobs.append(payload[off:off + length])
+        off += length
+    if off != len(payload):
+        raise ProtocolError(f"blobs of {off} bytes in a payload of {len(payload)}")
+    return header, blobs
+
+
+def blob_at(blobs, index):
+    if not isinstance(index, int) or index < 0 or index >= len(blobs):
+        raise ProtocolError(f"blob {index} of {len(blobs)}")
+    return blobs[index]
+
+
+class Writer:
+    """Writes whole frames to the protocol descriptor; the lock is shared with the heartbeat
+    process, so frames never interleave."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.thread_lock = threading.Lock()
+        try:
+            import multiprocessing
+
+            self.proc_lock = multiprocessing.Lock()
+        except (ImportError, OSError) as e:  # no POSIX semaphores: heartbeats from a thread
+            log.warning("no process-shared lock (%s): heartbeats come from a thread", e)
+            self.proc_lock = None
+
+    def send(self, out):
+        data = out.encode()
+        with self.thread_lock:
+            if self.proc_lock is not None:
+                self.proc_lock.acquire()
+            try:
+                write_all(self.fd, data)
+            finally:
+                if self.proc_lock is not None:
+                    self.proc_lock.release()
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+# ---------------------------------------------------------------- heartbeats
+
+
+def process_stopped(pid):
+    """True when pid is stopped (SIGSTOP, a debugger) or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        state = stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3]
+        return state in (b"T", b"t", b"Z")
+    except (OSError, ValueError):
+        return False
+
+
+def start_heartbeats(writer, every):
+    """Forks the heartbeat process (before any thread exists). It beats every `every` seconds
+    while this process lives and is not stopped, and dies with it (PR_SET_PDEATHSIG)."""
+    frame = Out("heartbeat").encode()
+    if writer.proc_lock is None:
+        def beat():
+            while True:
+                time.sleep(every)
+                with writer.thread_lock:
+                    write_all(writer.fd, frame)
+        threading.Thread(target=beat, name="heartbeat", daemon=True).start()
+        return None
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the heartbeat process
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:
+            time.sleep(every)
+            if os.getppid() != parent:
+                break
+            if process_stopped(parent):
+                continue
+            if not writer.proc_lock.acquire(timeout=every):
+                continue
+            try:
+                write_all(writer.fd, frame)
+            finally:
+                writer.proc_lock.release()
+    except BaseException:  # noqa: BLE001 - the helper must never run the worker's code
+        pass
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- errors
+
+
+def wire_error(ex, job=None):
+    """An exception as the protocol's error: class and message."""
+    if isinstance(ex, hooks.Cancelled) or (job is not None and job.cancelled.is_set()):
+        if job is not None and not job.cancelled.is_set() and job.deadline and time.time() >= job.deadline:
+            return {"class": "deadline", "message": "the job's deadline passed"}
+        return {"class": "canceled", "message": "cancelled by the server"}
+    if isinstance(ex, hooks.DeviceLost):
+        cls = "device_lost"
+    elif isinstance(ex, ProtocolError):
+        cls = "protocol"
+    elif isinstance(ex, (ValueError, TypeError)) and not isinstance(ex, UnicodeError):
+        cls = "bad_request"  # HEAD's requests and runners reject bad input with ValueError
+    else:
+        cls = ""
+    text = str(ex) or type(ex).__name__
+    return {"class": cls, "message": f"{type(ex).__name__}: {text}"}
+
+
+# ---------------------------------------------------------------- requests
+
+
+def import_attr(module, name):
+    return getattr(importlib.import_module(module), name)
+
+
+_request_classes = {}
+
+
+def request_class(kind):
+    """HEAD's request class for a job type, or None (plain objects) when it is not importable."""
+    if kind not in _request_classes:
+        try:
+            _request_classes[kind] = import_attr(*REQUESTS[kind])
+        except ImportError as e:
+            log.info("no %s.%s (%s): the runner gets plain request objects", *REQUESTS[kind], e)
+            _request_classes[kind] = None
+    return _request_classes[kind]
+
+
+def make_request(kind, fields, private):
+    cls = request_class(kind)
+    req = cls(**fields) if cls is not None else types.SimpleNamespace(**fields)
+    for k, v in private.items():
+        setattr(req, k, v)
+    return req
+
+
+def pil():
+    from PIL import Image
+
+    return Image
+
+
+def image_from_wire(w, blobs):
+    fmt = w.get("format")
+    mode = {"rgba8": "RGBA", "rgb8": "RGB", "gray8": "L"}.get(fmt)
+    if mode is None:
+        raise ProtocolError(f"image format {fmt!r}")
+    return pil().frombytes(mode, (w["width"], w["height"]), bytes(blob_at(blobs, w["pixels"])))
+
+
+def build_request(job_id, w, blobs):
+    """The runner's request object for one wire job: (type, request)."""
+    if "image" in w:
+        r = w["image"]
+        fields = {
+            "prompt": r.get("prompt", ""),
+            "negative_prompt": r.get("negative_prompt") or None,
+            "prompt_2": r.get("prompt_2") or None,
+            "negative_prompt_2": r.get("negative_prompt_2") or None,
+            "seed": r.get("seed"),
+            "guidance_rescale": r.get("guidance_rescale", 0.0),
+            "crop_coords_top_left": tuple(r.get("crop_coords_top_left") or (0, 0)),
+            "timesteps": r.get("timesteps"),
+            "sigmas": r.get("sigmas"),
+            "number_of_images": 1,
+        }
+        # 0 = not given (OpenAI's dialect has neither): the request class's default applies.
+        if (r.get("num_inference_steps") or 0) > 0:
+            fields["num_inference_steps"] = r["num_inference_steps"]
+        if (r.get("guidance_scale") or 0) > 0:
+            fields["guidance_scale"] = r["guidance_scale"]
+        return "image", make_request("image", fields, {"_task_id": str(job_id)})
+    if "audio" in w:
+        r = w["audio"]
+        raw = blob_at(blobs, r["samples"])
+        if len(raw) % 4:
+            raise ProtocolError(f"{len(raw)} bytes of samples")
+        try:
+            import numpy
+
+            samples = numpy.frombuffer(raw, dtype="<f4").astype(numpy.float32)
+        except ImportError:
+            import array
+
+            samples = array.array("f", bytes(raw))
+            if sys.byteorder != "little":
+                samples.byteswap()
+        segments = r.get("segments")
+        fields = {
+            "file": b"",
+            "stream": bool(r.get("stream")),
+            "response_format": "verbose_json",
+            "is_preprocessing_enabled": segments is not None,
+            "perform_diarization": False,
+            "temperatures": r.get("temperature", 0.0),
+            "prompt": r.get("prompt", ""),
+        }
+        private = {
+            "_task_id": str(job_id),
+            "_audio_array": samples,
+            "_duration": float(r.get("duration") or 0.0),
+            "_segments": None if segments is None else [{"start": s["start"], "end": s["end"]} for s in segments],
+        }
+        return "audio", make_request("audio", fields, private)
+    if "cnn" in w:
+        r = w["cnn"]
+        img = image_from_wire(r["image"], blobs).convert("RGB")
+        png = io.BytesIO()
+        img.save(png, format="PNG", compress_level=1)  # the runners open an encoded file
+        fields = {
+            "prompt": png.getvalue(),
+            "top_k": r.get("top_k") or 3,
+            "min_confidence": r.get("min_confidence", 0.0),
+            "response_format": "json",
+        }
+        return "cnn", make_request("cnn", fields, {"_task_id": str(job_id)})
+    raise ProtocolError(f"job {job_id} has no request")
+
+
+# ---------------------------------------------------------------- results
+
+
+def get(obj, key, default=None):
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def wire_image(out, img):
+    if hasattr(img, "mode") and hasattr(img, "tobytes"):  # PIL
+        if img.mode not in ("RGB", "RGBA", "L"):
+            img = img.convert("RGB")
+        fmt = {"RGB": "rgb8", "RGBA": "rgba8", "L": "gray8"}[img.mode]
+        width, height = img.size
+        data = img.tobytes()
+    elif hasattr(img, "shape") and hasattr(img, "tobytes"):  # numpy HxW[xC] uint8
+        shape = tuple(img.shape)
+        channels = shape[2] if len(shape) == 3 else 1
+        fmt = {1: "gray8", 3: "rgb8", 4: "rgba8"}.get(channels)
+        if fmt is None or str(img.dtype) != "uint8":
+            raise TypeError(f"image array of shape {shape} and dtype {img.dtype}")
+        height, width = shape[0], shape[1]
+        data = img.tobytes()
+    else:
+        raise TypeError(f"image result of type {type(img).__name__}")
+    return {"width": width, "height": height, "format": fmt, "pixels": out.blob(data)}
+
+
+def image_result(out, resp):
+    images = resp if isinstance(resp, (list, tuple)) else [resp]
+    return {"images": [wire_image(out, img) for img in images]}
+
+
+def transcript_result(resp, wire_req):
+    if isinstance(resp, (list, tuple)) and len(resp) == 1:
+        resp = resp[0]
+    if isinstance(resp, str):
+        resp = {"text": resp}
+    segments = get(resp, "segments")
+    speakers = get(resp, "speakers")
+    language = wire_req.get("language") or os.environ.get("AUDIO_LANGUAGE", "English").lower()
+    return {"transcript": {
+        "text": get(resp, "text") or "",
+        "task": wire_req.get("task") or "transcribe",
+        "language": language,
+        "duration": float(get(resp, "duration") or wire_req.get("duration") or 0.0),
+        "segments": None if segments is None else [{
+            "id": int(get(s, "id", i)),
+            "speaker": get(s, "speaker") or "",
+            "start_time": float(get(s, "start_time", 0.0)),
+            "end_time": float(get(s, "end_time", 0.0)),
+            "text": get(s, "text") or "",
+        } for i, s in enumerate(segments)],
+        "speaker_count": int(get(resp, "speaker_count") or 0),
+        "speakers": None if speakers is None else [str(s) for s in speakers],
+    }}
+
+
+def percent(p):
+    """A probability as HEAD's runners give it ("45.1234%", or a number) in [0, 1]."""
+    if isinstance(p, str):
+        s = p.strip()
+        v = float(s.rstrip("%"))
+        return v / 100 if s.endswith("%") or v > 1 else v
+    v = float(p)
+    return v / 100 if v > 1 else v
+
+
+def cnn_result(resp):
+    if isinstance(resp, (list, tuple)) and len(resp) == 1:
+        resp = resp[0]
+    if isinstance(resp, str):  # HEAD's verbose_json CSV: "label,prob,lbl1,p1,idx1,..."
+        raise TypeError("a verbose_json classification string (the worker asks for json)")
+    label = get(resp, "top1_class_label")
+    output = get(resp, "output") or {}
+    labels = list(get(output, "labels") or [])
+    probs = list(get(output, "probabilities") or [])
+    indices = list(get(output, "indices") or [])
+    top = []
+    if label is not None:
+        idx = indices[labels.index(label)] if label in labels and labels.index(label) < len(indices) else -1
+        top.append({"label": str(label), "index": int(idx), "probability": percent(get(resp, "top1_class_probability"))})
+    for i, lbl in enumerate(labels):
+        if top and i == 0 and str(lbl) == top[0]["label"]:
+            continue
+        top.append({"label": str(lbl), "index": int(indices[i]) if i < len(indices) else -1,
+                    "probability": percent(probs[i]) if i < len(probs) else 0.0})
+    if not top:
+        raise TypeError(f"classification result of type {type(resp).__name__} without a class")
+    return {"cnn": {"top": top}}
+
+
+# ---------------------------------------------------------------- the worker
+
+
+class Job:
+    def __init__(self, wire, hook):
+        self.id = wire["id"]
+        self.wire = wire
+        self.hook = hook
+        self.cancelled = hook.cancelled
+        self.deadline = hook.deadline
+        self.answered = False
+        self.kind = None
+        self.request = None
+
+
+class Worker:
+    def __init__(self, group, runner_name, fd_in, fd_out):
+        self.group = group
+        self.runner_name = runner_name
+        self.inp = fd_in
+        self.writer = Writer(fd_out)
+        self.work = queue.Queue()
+        self.jobs = {}
+        self.jobs_lock = threading.Lock()
+        self.acks = {}
+        self.seq = 0
+        self.runner = None
+        self.loop = None
+        self.heartbeat_pid = None
+        self.thread = None
+
+    # -- sending
+
+    def send(self, out):
+        try:
+            self.writer.send(out)
+            return True
+        except (OSError, ValueError) as e:
+            log.error("cannot write to the server: %s", e)
+            return False
+
+    def answer(self, job, result=None, error=None, out=None):
+        with self.jobs_lock:
+            if job.answered:
+                return
+            job.answered = True
+            self.jobs.pop(job.id, None)
+        if job.request is not None:
+            hooks._forget(job.request)
+        msg = out or Out("result", job=job.id)
+        if error is not None:
+            msg = Out("result", job=job.id, error=error)
+        else:
+            msg.header["result"] = result
+        self.send(msg)
+
+    # -- the main thread
+
+    def serve(self):
+        self.thread = threading.Thread(target=self.run_work, name="runner", daemon=True)
+        started = False
+        try:
+            while True:
+                frame = read_frame(self.inp)
+                if frame is None:
+                    break
+                header, blobs = frame
+                kind = header["kind"]
+                if kind == "warmup":
+                    version = header.get("version")
+                    if version != PROTOCOL_VERSION:
+                        self.send(Out("ready", version=PROTOCOL_VERSION, error={"class": "protocol", "message":
+                                      f"worker protocol error: the server speaks protocol version {version}, this worker {PROTOCOL_VERSION}"}))
+                        continue
+                    every = (header.get("heartbeat_ms") or 0) / 1000
+                    if every > 0 and self.heartbeat_pid is None and not started:
+                        self.heartbeat_pid = start_heartbeats(self.writer, every) or 0
+                    if not started:
+                        self.thread.start()
+                        started = True
+                    self.work.put(("warmup", None))
+                elif kind == "batch":
+                    self.work.put(("batch", self.accept(header.get("jobs") or [], blobs)))
+                elif kind == "cancel":
+                    with self.jobs_lock:
+                        job = self.jobs.get(header.get("job"))
+                    if job is not None:
+                        job.cancelled.set()
+                elif kind == "chunk_ack":
+                    ack = self.acks.get(header.get("seq"))
+                    if ack is not None:
+                        ack[1].append(header.get("error"))
+                        ack[0].set()
+                elif kind == "shutdown":
+                    break
+                else:
+                    raise ProtocolError(f"unexpected {kind} message from the server")
+        finally:
+            with self.jobs_lock:
+                for job in self.jobs.values():
+                    job.cancelled.set()
+            self.work.put(("stop", None))
+            if started:
+                self.thread.join(5)
+                if self.thread.is_alive():
+                    log.error("runner still busy 5 s after the stop; leaving it to process exit")
+            if self.heartbeat_pid:
+                try:
+                    os.kill(self.heartbeat_pid, signal.SIGKILL)
+                    os.waitpid(self.heartbeat_pid, 0)
+                except OSError:
+                    pass
+
+    def accept(self, wires, blobs):
+        """Registers a batch's jobs and builds their requests; undecodable ones are answered."""
+        jobs = []
+        for w in wires:
+            hook = hooks._Job(w.get("id"), float(w.get("deadline") or 0), None, None,
+                              int((w.get("image") or {}).get("partial_images") or 0))
+            job = Job(w, hook)
+            with self.jobs_lock:
+                self.jobs[job.id] = job
+            try:
+                job.kind, job.request = build_request(job.id, w, blobs)
+            except Exception as ex:  # noqa: BLE001 - every job gets exactly one answer
+                log.warning("job %s: %s", job.id, ex)
+                self.answer(job, error=wire_error(ex))
+                continue
+            if w.get("progress"):
+                hook.send_progress = lambda done, total, j=job: self.send(Out("progress", job=j.id, done=done, total=total))
+            if w.get("stream"):
+                hook.send_preview = lambda *a, j=job: self.send_preview(j, *a)
+            hooks._register(job.request, hook)
+            jobs.append(job)
+        return jobs
+
+    # -- the runner thread
+
+    def run_work(self):
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        while True:
+            what, arg = self.work.get()
+            if what == "warmup":
+                self.warmup()
+            elif what == "batch":
+                self.run_batch(arg)
+            else:
+                break
+        if self.runner is not None:
+            try:
+                self.call(self.runner.close_device)
+            except Exception:  # noqa: BLE001
+                log.error("close_device failed:\n%s", traceback.format_exc())
+
+    def call(self, fn, *args, **kwargs):
+        res = fn(*args, **kwargs)
+        if inspect.isawaitable(res):
+            res = self.loop.run_until_complete(res)
+        return res
+
+    def warmup(self):
+        error = None
+        try:
+            if self.runner is None:
+                cls = runner_class(self.runner_name)
+                log.info("runner %s: %s.%s on device group %r (TT_VISIBLE_DEVICES=%s)", self.runner_name,
+                         cls.__module__, cls.__name__, self.group, os.environ.get("TT_VISIBLE_DEVICES", ""))
+                self.runner = cls(self.group)
+                if hasattr(self.runner, "set_device"):
+                    self.call(self.runner.set_device)
+            start = time.monotonic()
+            if self.call(self.runner.warmup) is False:
+                raise RuntimeError("warmup() returned False (the runner is not ready)")
+            log.info("runner warm in %.2f s", time.monotonic() - start)
+        except BaseException as ex:  # noqa: BLE001 - reported as the ready error
+            log.error("warm-up failed:\n%s", traceback.format_exc())
+            error = wire_error(ex)
+            error["message"] = f"warm-up of {self.runner_name}: {error['message']}"
+        self.send(Out("ready", version=PROTOCOL_VERSION, **({"error": error} if error else {})))
+
+    def run_batch(self, jobs):
+        if self.runner is None:
+            for job in jobs:
+                self.answer(job, error={"class": "", "message": "the runner is not warmed up"})
+            return
+        plain = []
+        for job in jobs:
+            if job.kind == "audio" and job.wire.get("stream") and job.wire["audio"].get("stream"):
+                self.run_stream(job)
+            else:
+                plain.append(job)
+        for group in self.batchable_groups(plain):
+            self.run_plain(group)
+
+    def batchable_groups(self, jobs):
+        groups, cur = [], []
+        check = getattr(self.runner, "is_request_batchable", None)
+        for job in jobs:
+            if cur and (cur[0].kind != job.kind or (check is not None and not check(job.request, [j.request for j in cur]))):
+                groups.append(cur)
+                cur = []
+            cur.append(job)
+        if cur:
+            groups.append(cur)
+        return groups
+
+    def stopped_error(self, job):
+        if job.cancelled.is_set():
+            return {"class": "canceled", "message": "cancelled by the server"}
+        if job.deadline and time.time() >= job.deadline:
+            return {"class": "deadline", "message": "the job's deadline passed"}
+        return None
+
+    def run_plain(self, jobs):
+        live = []
+        for job in jobs:
+            err = self.stopped_error(job)
+            if err:  # cancelled or expired while queued: no device time
+                self.answer(job, error=err)
+            else:
+                live.append(job)
+        if not live:
+            return
+        try:
+            responses = self.call(self.runner.run, [j.request for j in live])
+            if responses is None or len(responses) < len(live):
+                raise RuntimeError(f"the runner returned {0 if responses is None else len(responses)} responses for {len(live)} requests")
+        except BaseException as ex:  # noqa: BLE001 - every job gets exactly one answer
+            if not isinstance(ex, hooks.Cancelled):
+                log.error("run failed:\n%s", traceback.format_exc())
+            for job in live:
+                self.answer(job, error=wire_error(ex, job))
+            return
+        for job, resp in zip(live, responses):
+            err = self.stopped_error(job)
+            if err:
+                self.answer(job, error=err)
+                continue
+            out = Out("result", job=job.id)
+            try:
+                result = self.convert(out, job, resp)
+            except Exception as ex:  # noqa: BLE001
+                log.error("job %s: cannot convert the runner's %s: %s", job.id, type(resp).__name__, ex)
+                self.answer(job, error={"class": "", "message": f"unusable runner result: {ex}"})
+                continue
+            self.answer(job, result=result, out=out)
+
+    def convert(self, out, job, resp):
+        if job.kind == "image":
+            return image_result(out, resp)
+        if job.kind == "audio":
+            return transcript_result(resp, job.wire["audio"])
+        return cnn_result(resp)
+
+    def run_stream(self, job):
+        """A streaming transcription: HEAD's runners yield {"type": "streaming_chunk", "chunk":
+        AudioStreamChunk} items, then {"type": "final_result", "result": AudioTextResponse}."""
+        err = self.stopped_error(job)
+        if err:
+            self.answer(job, error=err)
+            return
+
+        async def consume():
+            run_async = getattr(self.runner, "_run_async", None)
+            if run_async is not None:
+                items = run_async([job.request])
+                if inspect.isawaitable(items):
+                    items = await items
+            else:
+                items = self.runner.run([job.request])
+            final = None
+            if hasattr(items, "__aiter__"):
+                try:
+                    async for item in items:
+                        final = self.stream_item(job, item, final)
+                finally:
+                    await items.aclose()
+            else:
+                for item in items:
+                    final = self.stream_item(job, item, final)
+            return final
+
+        try:
+            final = self.loop.run_until_complete(consume())
+            if final is None:
+                raise RuntimeError("the runner's stream ended without a final result")
+            err = self.stopped_error(job)
+            if err:
+                self.answer(job, error=err)
+                return
+            self.answer(job, result=transcript_result(final, job.wire["audio"]))
+        except BaseException as ex:  # noqa: BLE001
+            if not isinstance(ex, hooks.Cancelled) and not job.cancelled.is_set():
+                log.error("stream failed:\n%s", traceback.format_exc())
+            self.answer(job, error=wire_error(ex, job))
+
+    def stream_item(self, job, item, final):
+        kind = get(item, "type")
+        if kind == "streaming_chunk":
+            chunk = get(item, "chunk")
+            text = get(chunk, "text") or ""
+            if text:
+                err = self.emit(job, Out("chunk", job=job.id, transcript={"text": text, "chunk_id": int(get(chunk, "chunk_id") or 0)}))
+                if err is not None:
+                    raise hooks.Cancelled(err.get("message", "the server refused the chunk"))
+            return final
+        if kind == "final_result":
+            return get(item, "result")
+        if get(item, "text") is not None:  # a bare result
+            return item
+        raise ProtocolError(f"stream item {item!r:.80} is neither a streaming_chunk nor a final_result")
+
+    def emit(self, job, out):
+        """Sends a chunk and waits for the server's answer: None, or its error (the client has
+        gone, the stream refuses previews)."""
+        if self.stopped_error(job):
+            return self.stopped_error(job)
+        ev, box = threading.Event(), []
+        with self.jobs_lock:
+            self.seq += 1
+            seq = self.seq
+            self.acks[seq] = (ev, box)
+        out.header["seq"] = seq
+        try:
+            if not self.send(out):
+                return {"class": "", "message": "cannot write to the server"}
+            while not ev.wait(0.05):
+                err = self.stopped_error(job)
+                if err:
+                    return err
+            return box[0]
+        finally:
+            self.acks.pop(seq, None)
+
+    def send_preview(self, job, index, image_index, step, steps, image):
+        out = Out("chunk", job=job.id)
+        preview = {"index": index, "image_index": image_index, "step": step, "steps": steps}
+        if image is not None:
+            preview["image"] = wire_image(out, image)
+        out.header["preview"] = preview
+        err = self.emit(job, out)
+        if err is None:
+            return True
+        if err.get("class") in ("canceled", "deadline") or job.cancelled.is_set():
+            raise hooks.Cancelled(err.get("message"))
+        job.hook.previews_refused = True
+        return False
+
+
+def runner_class(name):
+    override = os.environ.get("PYTHON_RUNNER_CLASS", "").strip()
+    if override:
+        module, _, cls = override.partition(":")
+        if not module or not cls:
+            raise ValueError(f"PYTHON_RUNNER_CLASS={override!r} is not module:Class")
+        return import_attr(module, cls)
+    if name not in RUNNERS:
+        raise ValueError(f"MODEL_RUNNER {name!r} has no Python runner (known: {', '.join(sorted(RUNNERS))}; "
+                         "or set PYTHON_RUNNER_CLASS=module:Class)")
+    return import_attr(*RUNNERS[name])
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        print(f"usage: {argv[0]} GROUP [RUNNER]   (started by tt-media-server; GROUP as in DEVICE_IDS)", file=sys.stderr)
+        return 2
+    group = argv[1]
+    runner = argv[2] if len(argv) == 3 else os.environ.get("MODEL_RUNNER", "")
+    # The protocol owns the real stdout; everything else written to fd 1 goes to stderr.
+    proto_out = os.dup(1)
+    os.set_inheritable(proto_out, False)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    faulthandler.enable()
+    level = os.environ.get("LOG_LEVEL", "INFO").upper()
+    logging.basicConfig(stream=sys.stderr, format="level=%(levelname)s msg=%(message)s",
+                        level={"WARN": "WARNING", "CRITICAL": "ERROR", "FATAL": "ERROR", "NOTSET": "DEBUG"}.get(level, level)
+                        if level in ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL", "NOTSET") else "INFO")
+    for p in reversed([p for p in os.environ.get("PYTHON_RUNNER_PATH", "").split(os.pathsep) if p]):
+        sys.path.insert(0, p)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops us with shutdown or SIGKILL
+    log.info("python worker serving: pid %d, group %r, runner %s, python %s", os.getpid(), group, runner,
+             sys.version.split()[0])
+    w = Worker(group, runner, sys.stdin.buffer, proto_out)
+    try:
+        w.serve()
+    except ProtocolError as e:
+        log.error("worker protocol error: %s", e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stderr.flush()
+    os._exit(code)  # a runner thread stuck in a device call must not keep the process alive
