@@ -50,6 +50,8 @@ MAX_HEADER = 16 << 20
 # MODEL_RUNNER -> (module, class) of tt-media-server HEAD's runner_fabric.
 RUNNERS = {
     "tt-sdxl-trace": ("tt_model_runners.sdxl_generate_runner_trace", "TTSDXLGenerateRunnerTrace"),
+    "tt-sdxl-image-to-image": ("tt_model_runners.sdxl_image_to_image_runner_trace", "TTSDXLImageToImageRunner"),
+    "tt-sdxl-edit": ("tt_model_runners.sdxl_edit_runner_trace", "TTSDXLEditRunner"),
     "tt-sd3.5": ("tt_model_runners.dit_runners", "TTSD35Runner"),
     "tt-whisper": ("tt_model_runners.whisper_runner", "TTWhisperRunner"),
     "tt-xla-resnet": ("tt_model_runners.forge_runners.runners", "ForgeResnetRunner"),
@@ -57,9 +59,11 @@ RUNNERS = {
     "tt-xla-mobilenetv2": ("tt_model_runners.forge_runners.runners", "ForgeMobilenetv2Runner"),
 }
 
-# Job type -> (module, class) of HEAD's request object.
+# Request kind -> (module, class) of HEAD's request object.
 REQUESTS = {
     "image": ("domain.image_generate_request", "ImageGenerateRequest"),
+    "image_to_image": ("domain.image_to_image_request", "ImageToImageRequest"),
+    "edit": ("domain.image_edit_request", "ImageEditRequest"),
     "audio": ("domain.audio_processing_request", "AudioProcessingRequest"),
     "cnn": ("domain.image_search_request", "ImageSearchRequest"),
 }
@@ -301,6 +305,14 @@ def image_from_wire(w, blobs):
     return pil().frombytes(mode, (w["width"], w["height"]), bytes(blob_at(blobs, w["pixels"])))
 
 
+def b64_png(img):
+    import base64
+
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
 def build_request(job_id, w, blobs):
     """The runner's request object for one wire job: (type, request)."""
     if "image" in w:
@@ -322,7 +334,20 @@ def build_request(job_id, w, blobs):
             fields["num_inference_steps"] = r["num_inference_steps"]
         if (r.get("guidance_scale") or 0) > 0:
             fields["guidance_scale"] = r["guidance_scale"]
-        return "image", make_request("image", fields, {"_task_id": str(job_id)})
+        if r.get("lora_path"):
+            fields["lora_path"] = r["lora_path"]
+            if r.get("lora_scale") is not None:
+                fields["lora_scale"] = r["lora_scale"]
+        kind = "image"
+        if r.get("init_image"):  # HEAD's image-to-image and edit requests carry base64 files
+            kind = "image_to_image"
+            fields["image"] = b64_png(image_from_wire(r["init_image"], blobs).convert("RGB"))
+            if r.get("strength") is not None:
+                fields["strength"] = r["strength"]
+            if r.get("mask"):
+                kind = "edit"
+                fields["mask"] = b64_png(image_from_wire(r["mask"], blobs).convert("L"))
+        return "image", make_request(kind, fields, {"_task_id": str(job_id)})
     if "audio" in w:
         r = w["audio"]
         raw = blob_at(blobs, r["samples"])
