@@ -111,7 +111,7 @@ type Settings struct {
 	AllowAudioPreprocessing           bool    // ALLOW_AUDIO_PREPROCESSING (true)
 	// AllowAudioFanout is ALLOW_AUDIO_FANOUT (true): a pre-processed transcription whose speech
 	// spans more than one 30 s chunk is split into one job per chunk, spread over the workers
-	// and merged in order (scheduler/fanout). false: one job per request, as Python.
+	// and merged in order (runners/whisper/fanout). false: one job per request, as Python.
 	AllowAudioFanout bool
 
 	// Mock device latency model (mock-device mode only).

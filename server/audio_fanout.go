@@ -9,8 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/fanout"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
-	"github.com/tenstorrent/tt-media-server-go/scheduler/fanout"
 )
 
 // chunksHeader tells how many scheduler jobs a transcription ran as: 1, or the number of

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/scheduler/fanout"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/fanout"
 )
 
 // fanoutSecondsPerSecond is the mock Whisper device time per second of audio in the fan-out

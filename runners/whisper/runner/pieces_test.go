@@ -59,7 +59,7 @@ func TestSplitPieces(t *testing.T) {
 
 // TestSplitPiecesIndependentOfChunking: a speech span (VAD times are whole milliseconds)
 // gives the same samples whether the runner gets the whole file or a chunk of it that
-// starts at another span's start, as scheduler/fanout cuts them (floor of the start times
+// starts at another span's start, as runners/whisper/fanout cuts them (floor of the start times
 // the rate, span times re-based by subtraction). Before snapping, about a quarter of such
 // spans lost or gained a sample, which changes the window's log-mel and so the decode.
 func TestSplitPiecesIndependentOfChunking(t *testing.T) {

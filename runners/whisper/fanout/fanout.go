@@ -1,4 +1,5 @@
-// Package fanout spreads one long transcription over a scheduler's workers: it splits the
+// Package fanout spreads one long transcription over an audio pool's workers; it is the
+// Whisper family's, not the scheduler's (which knows jobs and workers, not models). It splits the
 // audio into chunks of at most 30 s along the speech segments pre-processing found, runs each
 // chunk as its own scheduler job (so idle workers take them in parallel and busy ones queue
 // them under the request's deadline and client), relays streamed output in chunk order, and
