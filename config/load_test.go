@@ -354,7 +354,7 @@ func TestValidationErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown runner", env{"MODEL_RUNNER": "tt-llama"}, false,
-			`invalid setting MODEL_RUNNER="tt-llama": accepted: tt-sdxl-trace, tt-sd3.5, tt-whisper, tt-yolov4, tt-xla-resnet, tt-xla-vovnet, tt-xla-mobilenetv2, mock`},
+			`invalid setting MODEL_RUNNER="tt-llama": accepted: tt-sdxl-trace, tt-sd3.5, tt-sdxl-image-to-image, tt-sdxl-edit, tt-whisper, tt-yolov4, tt-xla-resnet, tt-xla-vovnet, tt-xla-mobilenetv2, mock`},
 		{"unknown service", env{"MODEL_SERVICE": "video"}, false,
 			`invalid setting MODEL_SERVICE="video": accepted: image, audio, cnn`},
 		{"inconsistent service", env{"MODEL_SERVICE": "audio"}, false,
@@ -440,10 +440,10 @@ func TestValidationErrors(t *testing.T) {
 
 func TestServiceForRunner(t *testing.T) {
 	want := map[string]string{
-		"tt-sdxl-trace": "image", "tt-sd3.5": "image", "tt-whisper": "audio", "tt-yolov4": "cnn",
+		"tt-sdxl-trace": "image", "tt-sd3.5": "image", "tt-sdxl-image-to-image": "image", "tt-sdxl-edit": "image", "tt-whisper": "audio", "tt-yolov4": "cnn",
 		"tt-xla-resnet": "cnn", "tt-xla-vovnet": "cnn", "tt-xla-mobilenetv2": "cnn",
 	}
-	require.Equal(t, []string{"tt-sdxl-trace", "tt-sd3.5", "tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2", "mock"}, KnownRunners())
+	require.Equal(t, []string{"tt-sdxl-trace", "tt-sd3.5", "tt-sdxl-image-to-image", "tt-sdxl-edit", "tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2", "mock"}, KnownRunners())
 	for _, r := range KnownRunners() {
 		svc, err := ServiceForRunner(r)
 		if r == "mock" {

@@ -9,6 +9,8 @@ import (
 const (
 	RunnerSDXL        = "tt-sdxl-trace"
 	RunnerSD35        = "tt-sd3.5"
+	RunnerSDXLImg2Img = "tt-sdxl-image-to-image"
+	RunnerSDXLEdit    = "tt-sdxl-edit"
 	RunnerWhisper     = "tt-whisper"
 	RunnerYOLOv4      = "tt-yolov4"
 	RunnerResNet      = "tt-xla-resnet"
@@ -34,7 +36,7 @@ const (
 
 // knownRunners is the Python ModelRunners enum, in its order.
 var knownRunners = []string{
-	RunnerSDXL, RunnerSD35, RunnerWhisper, RunnerYOLOv4,
+	RunnerSDXL, RunnerSD35, RunnerSDXLImg2Img, RunnerSDXLEdit, RunnerWhisper, RunnerYOLOv4,
 	RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerMock,
 }
 
@@ -42,6 +44,8 @@ var knownRunners = []string{
 var runnerService = map[string]string{
 	RunnerSDXL:        ServiceImage,
 	RunnerSD35:        ServiceImage,
+	RunnerSDXLImg2Img: ServiceImage,
+	RunnerSDXLEdit:    ServiceImage,
 	RunnerWhisper:     ServiceAudio,
 	RunnerResNet:      ServiceCNN,
 	RunnerVoVNet:      ServiceCNN,

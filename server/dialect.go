@@ -61,6 +61,9 @@ type dialectRule struct {
 	// fallback is the dialect of a body with no distinctive field (and of a body whose
 	// fields cannot be read: its own parser then says what is wrong with it).
 	fallback dialect
+	// multipart, when set, is the fallback of a multipart/form-data body (a route whose
+	// dialects differ by content type: HEAD's JSON against OpenAI's multipart edits).
+	multipart dialect
 }
 
 // imageGenerationsRule: OpenAI's ImageGenerateParams against HEAD's ImageGenerateRequest.
@@ -204,6 +207,9 @@ func sniffDialect(c *gin.Context, rule dialectRule, force dialect) (dialect, err
 		return dialectOpenAI, nil
 	case len(py) > 0:
 		return dialectPython, nil
+	}
+	if ct == "multipart/form-data" && rule.multipart != 0 {
+		return headerDialect(c, rule.multipart)
 	}
 	return headerDialect(c, rule.fallback)
 }

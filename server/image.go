@@ -31,6 +31,8 @@ type imageRequest struct {
 	// IMAGE_RETURN_FORMAT and IMAGE_QUALITY.
 	ReturnFormat string
 	Quality      int
+	// loraScaleSet: the body had lora_scale.
+	loraScaleSet bool
 }
 
 // imageDefaults are the settings a Python-dialect image request falls back on.
@@ -62,6 +64,21 @@ func parseImageRequest(data []byte, d imageDefaults) (*imageRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := parseImageFields(b, d)
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	if err := r.checkLoRAFields(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// defaultLoRAScale is HEAD's lora_scale default.
+const defaultLoRAScale = 0.5
+
+// parseImageFields reads the ImageGenerateRequest fields of b; the caller checks b.err().
+func parseImageFields(b *body, d imageDefaults) *imageRequest {
 	r := &imageRequest{NumberOfImages: 1, ReturnFormat: "JPEG", Quality: 85}
 	if strings.EqualFold(d.format, "PNG") {
 		r.ReturnFormat = "PNG"
@@ -144,21 +161,42 @@ func parseImageRequest(data []byte, d imageDefaults) (*imageRequest, error) {
 	}
 	r.Timesteps = b.floats("timesteps")
 	r.Sigmas = b.floats("sigmas")
-	lora, hasLora := b.str("lora_path", false)
-	loraScale := b.float("lora_scale", false)
-	if loraScale != nil {
-		b.rangeCheck("lora_scale", *loraScale, 0, 2, true, rawInput(b, "lora_scale"))
+	r.LoRAPath, _ = b.str("lora_path", false)
+	r.LoRAScale = defaultLoRAScale
+	if v := b.float("lora_scale", false); v != nil {
+		r.loraScaleSet = true
+		if b.rangeCheck("lora_scale", *v, 0, 2, true, rawInput(b, "lora_scale")) {
+			r.LoRAScale = *v
+		}
 	}
-	if err := b.err(); err != nil {
-		return nil, err
+	return r
+}
+
+// checkLoRAFields refuses a lora_scale without a lora_path (it would be ignored).
+func (r *imageRequest) checkLoRAFields() error {
+	if r.LoRAPath == "" && r.loraScaleSet {
+		return httpErr(http.StatusBadRequest, "lora_scale needs a lora_path (a .safetensors file under LORA_ROOT); send lora_path or drop lora_scale")
 	}
-	switch {
-	case hasLora:
-		return nil, httpErr(http.StatusBadRequest, "lora_path %q: LoRA adapters are not supported by this server yet; send the request without lora_path and lora_scale", shorten(lora))
-	case loraScale != nil:
-		return nil, httpErr(http.StatusBadRequest, "lora_scale: LoRA adapters are not supported by this server yet (and lora_scale needs a lora_path); send the request without it")
+	return nil
+}
+
+// resolveLoRA checks the request's adapter before it is queued: the path under LORA_ROOT (no
+// traversal, no Hub ids), the file parsed and matched against SDXL's modules (cached by file
+// identity), so a bad adapter is a 400 naming it and never reaches a worker. The request then
+// carries the file's real path.
+func (s *Server) resolveLoRA(r *runners.ImageRequest) error {
+	if r.LoRAPath == "" {
+		return nil
 	}
-	return r, nil
+	if runner := s.pool(runners.ServiceImage).Runner; runner == runners.RunnerSD35 {
+		return httpErr(http.StatusBadRequest, "lora_path: LoRA adapters are supported by the SDXL runners only, not %s", runner)
+	}
+	a, err := s.loras.Load(s.cfg.LoRARoot, r.LoRAPath)
+	if err != nil {
+		return httpErr(http.StatusBadRequest, "lora_path %q: %v", shorten(r.LoRAPath), err)
+	}
+	r.LoRAPath = a.Path
+	return nil
 }
 
 // encoder encodes as the request's image_return_format and image_quality ask.
@@ -190,6 +228,10 @@ func (s *Server) handleImage(c *gin.Context) {
 	}
 	if req.Timesteps != nil && req.Sigmas != nil {
 		s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
+		return
+	}
+	if err := s.resolveLoRA(&req.ImageRequest); err != nil {
+		s.fail(c, err)
 		return
 	}
 	start := time.Now()

@@ -154,6 +154,11 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 		all.ids = append(all.ids, models.ids...)
 		switch p.Service {
 		case runners.ServiceImage:
+			if route, ok := imageInputRoutes[p.Runner]; ok {
+				g.POST(strings.TrimPrefix(route.v1, "/v1"), auth, limited, deadline, s.limitBody(maxImageBody), s.idempotency(),
+					s.dialectRoute(imageInputRule, s.handleImageInput(route), s.handleOpenAIImageInput(route, models)))
+				continue
+			}
 			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(),
 				s.dialectRoute(imageGenerationsRule, s.handleImage, s.handleOpenAIImage(models)))
 		case runners.ServiceAudio:

@@ -16,6 +16,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -59,6 +60,7 @@ type Deps struct {
 // Server holds the HTTP handlers.
 type Server struct {
 	cfg     *config.Settings
+	loras   *lora.Cache // LoRA adapters checked before queueing (LORA_ROOT)
 	pools   []Pool
 	byName  map[runners.Service]*Pool
 	log     *slog.Logger
@@ -83,6 +85,7 @@ func New(d Deps) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
+		loras:   lora.NewCache(4),
 		cfg:     d.Settings,
 		pools:   d.Pools,
 		byName:  map[runners.Service]*Pool{},
@@ -164,6 +167,11 @@ func (s *Server) routes() *gin.Engine {
 		// Legacy paths speak the Python dialect only and carry deprecation headers (dialect.go);
 		// their /v1 successors speak both dialects (openaiRoutes).
 		case runners.ServiceImage:
+			if route, ok := imageInputRoutes[p.Runner]; ok { // image-to-image and inpainting (image_edit.go)
+				r.POST(route.legacy, deprecated(route.v1), authed, limited, deadline, s.limitBody(maxImageBody),
+					s.pythonOnly(imageInputRule, route.v1), s.idempotency(), s.handleImageInput(route))
+				continue
+			}
 			const v1 = "/v1/images/generations"
 			r.POST("/image/generations", deprecated(v1), authed, limited, deadline, s.limitBody(maxJSONBody),
 				s.pythonOnly(imageGenerationsRule, v1), s.idempotency(), s.handleImage)

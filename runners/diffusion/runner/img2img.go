@@ -119,3 +119,29 @@ func (r *Runner) logWeights(ctx context.Context, d *pipeline.TTNNDevice, msg, ke
 	}
 	r.log.Log(ctx, slog.LevelInfo, "diffusion runner: "+msg, append([]any{"runner", r.cfg.Model.String(), "lora", key, "weights_checksum", sum}, args...)...)
 }
+
+// deviceStats sums the execution counts of the runner's SDXL devices.
+func (r *Runner) deviceStats() pipeline.Stats {
+	var sum pipeline.Stats
+	for _, c := range r.closers {
+		if d, ok := c.(*pipeline.TTNNDevice); ok {
+			st := d.Stats()
+			sum.Encodes += st.Encodes
+			sum.TraceReplays += st.TraceReplays
+			sum.VAEDecodes += st.VAEDecodes
+			sum.VAEEncodes += st.VAEEncodes
+			sum.LoRAFuses += st.LoRAFuses
+		}
+	}
+	return sum
+}
+
+// logCalls logs one image's device program runs (text encoders, VAE encoder, UNet steps, VAE
+// decoder): the call sequence operators and the end-to-end tests check.
+func (r *Runner) logCalls(ctx context.Context, before pipeline.Stats, strength float64) {
+	after := r.deviceStats()
+	r.log.Log(ctx, slog.LevelInfo, "diffusion runner: image done", "runner", r.cfg.Model.String(),
+		"text_encodes", after.Encodes-before.Encodes, "vae_encodes", after.VAEEncodes-before.VAEEncodes,
+		"unet_steps", after.TraceReplays-before.TraceReplays, "vae_decodes", after.VAEDecodes-before.VAEDecodes,
+		"strength", strength)
+}

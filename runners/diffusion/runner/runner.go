@@ -324,6 +324,11 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	}
 	r.log.Info("diffusion runner warm", "runner", r.cfg.Model.String(), "mesh", opts.Mesh.String(),
 		"cfg_parallel", len(r.subs) == 2, "latents", r.spec, "t5", r.tok.t5 != nil)
+	for _, c := range r.closers {
+		if d, ok := c.(*pipeline.TTNNDevice); ok {
+			r.logWeights(ctx, d, "base weights", "")
+		}
+	}
 	return nil
 }
 
@@ -374,7 +379,7 @@ func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome
 }
 
 // generate runs one request on the pipeline with progress and previews.
-func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.ImageRequest) (image.Image, error) {
+func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.ImageRequest) (_ image.Image, err error) {
 	var at []int // steps after which a preview is due
 	sent := 0
 	hooks := pipeline.Hooks{Step: func(step, total int, denoised func() []float32) error {
@@ -404,12 +409,17 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 	if steps <= 0 {
 		steps = r.cfg.DefaultSteps
 	}
-	var (
-		img *image.NRGBA
-		err error
-	)
+	var img *image.NRGBA
 	if err := r.applyLoRA(ctx, req); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
+	}
+	if r.cfg.Model != SD35 {
+		before := r.deviceStats()
+		defer func() {
+			if err == nil {
+				r.logCalls(ctx, before, req.Strength)
+			}
+		}()
 	}
 	switch {
 	case r.cfg.Model == SD35:

@@ -1,0 +1,407 @@
+package server
+
+// Image-to-image (MODEL_RUNNER=tt-sdxl-image-to-image, POST /v1/images/image-to-image) and
+// inpainting (tt-sdxl-edit, POST /v1/images/edits), in both dialects: HEAD's JSON
+// ImageToImageRequest / ImageEditRequest (base64 image and mask, strength) answered with
+// {"images", "generation_time"}, and OpenAI's multipart images/edits (image, mask, prompt, n,
+// size, response_format, ...) answered with ImagesResponse. The legacy /image/... twins speak
+// HEAD's dialect only.
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"math"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/imageproc"
+)
+
+// defaultStrength is HEAD's ImageToImageRequest default.
+const defaultStrength = 0.6
+
+// imageInputRule tells the dialects of the image-to-image and edits routes apart: HEAD's
+// fields are JSON with base64 media, OpenAI's a multipart form, so a multipart body with only
+// shared fields (image, mask, prompt) is OpenAI's.
+var imageInputRule = dialectRule{
+	python: []string{"number_of_images", "image_return_format", "image_quality", "prompt_2",
+		"negative_prompt_2", "crop_coords_top_left", "guidance_rescale", "timesteps", "sigmas",
+		"lora_path", "lora_scale"},
+	openai: []string{"model", "n", "size", "response_format", "output_format", "output_compression",
+		"quality", "background", "input_fidelity", "partial_images", "stream", "user", "image[]"},
+	fallback:  dialectPython,
+	multipart: dialectOpenAI,
+}
+
+// imageInputRoute is how a runner takes images: its /v1 path and legacy twin, and whether it
+// inpaints (a mask is required).
+type imageInputRoute struct {
+	v1, legacy string
+	edit       bool
+}
+
+// imageInputRoutes maps the image-input runners to their routes (HEAD: which image route
+// exists depends on MODEL_RUNNER).
+var imageInputRoutes = map[string]imageInputRoute{
+	runners.RunnerSDXLImg2Img: {v1: "/v1/images/image-to-image", legacy: "/image/image-to-image"},
+	runners.RunnerSDXLEdit:    {v1: "/v1/images/edits", legacy: "/image/edits", edit: true},
+}
+
+// decodeInputImage decodes the request's image through media/imaging's entry point (its pixel
+// budget refuses decompression bombs) and converts it to RGB; errors name field.
+func decodeInputImage(field string, data []byte) (*image.NRGBA, error) {
+	img, _, err := imaging.DecodeRGBWith(data, imaging.DecodeOptions{MaxPixels: maxImagePixels})
+	if err != nil {
+		return nil, fieldImageErr(field, err)
+	}
+	return img, nil
+}
+
+// decodeMask decodes a mask and reads it as one channel (imageproc.MaskChannel; alphaMarks for
+// OpenAI's transparent-area convention); it must be the image's size.
+func decodeMask(field string, data []byte, img image.Image, alphaMarks bool) (*image.Gray, error) {
+	m, _, err := imaging.Decode(data, maxImagePixels)
+	if err != nil {
+		return nil, fieldImageErr(field, err)
+	}
+	ib, mb := img.Bounds(), m.Bounds()
+	if ib.Dx() != mb.Dx() || ib.Dy() != mb.Dy() {
+		return nil, &inputError{field: field, status: http.StatusBadRequest,
+			msg: fmt.Sprintf("%s is %dx%d but image is %dx%d: the mask must have the image's size", field, mb.Dx(), mb.Dy(), ib.Dx(), ib.Dy())}
+	}
+	g, err := imageproc.MaskChannel(m, alphaMarks)
+	if err != nil {
+		return nil, &inputError{field: field, status: http.StatusBadRequest, msg: field + ": " + err.Error()}
+	}
+	return g, nil
+}
+
+// inputError is a bad input image or mask: its status (400, or 413 over the pixel budget) and
+// a message naming the field; both error envelopes carry the field.
+type inputError struct {
+	field, msg string
+	status     int
+}
+
+func (e *inputError) Error() string { return e.msg }
+
+func fieldImageErr(field string, err error) error {
+	status := http.StatusBadRequest
+	if errors.Is(err, imaging.ErrTooLarge) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	return &inputError{field: field, status: status, msg: fmt.Sprintf("%s is not a usable image: %v", field, err)}
+}
+
+// asAPI turns a inputError into the error both envelopes understand.
+func (s *Server) failField(c *gin.Context, err error, openAI bool) {
+	var fe *inputError
+	if errors.As(err, &fe) {
+		if openAI {
+			s.failOpenAI(c, &openAIError{status: fe.status, msg: fe.msg, param: fe.field})
+		} else {
+			s.fail(c, httpErr(fe.status, "%s", fe.msg))
+		}
+		return
+	}
+	if openAI {
+		s.failOpenAI(c, err)
+	} else {
+		s.fail(c, err)
+	}
+}
+
+// handleImageInput serves HEAD's image-to-image and edits requests (JSON): the
+// ImageGenerateRequest fields plus image (base64, required), strength (0-1, default 0.6) and,
+// for inpainting, mask (base64, required for tt-sdxl-edit; white = repaint).
+func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		b, err := jsonBody(c)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		runner := s.pool(runners.ServiceImage).Runner
+		req := parseImageFields(b, imageDefaults{steps: s.cfg.NumInferenceSteps, runner: runner,
+			format: s.cfg.ImageReturnFormat, quality: s.cfg.ImageQuality})
+		imgB64, hasImg := b.str("image", true)
+		maskB64, hasMask := b.str("mask", false)
+		if route.edit && !hasMask {
+			if _, present := b.value("mask"); !present {
+				b.add("value_error", []any{"mask"}, "Value error, mask is required for "+runner, nil, map[string]any{"error": map[string]any{}})
+			}
+		}
+		if !route.edit && hasMask {
+			b.add("extra_forbidden", []any{"mask"}, "mask is for inpainting (MODEL_RUNNER="+runners.RunnerSDXLEdit+"); this server runs "+runner, shorten(maskB64), nil)
+		}
+		req.Strength = defaultStrength
+		if v := b.float("strength", false); v != nil && b.rangeCheck("strength", *v, 0, 1, true, rawInput(b, "strength")) {
+			req.Strength = *v
+		}
+		if err := b.err(); err != nil {
+			s.fail(c, err)
+			return
+		}
+		if err := req.checkLoRAFields(); err != nil {
+			s.fail(c, err)
+			return
+		}
+		if req.Timesteps != nil && req.Sigmas != nil {
+			s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
+			return
+		}
+		if err := s.imageInputs(&req.ImageRequest, "image", imgB64, hasImg, "mask", maskB64, hasMask, false); err != nil {
+			s.failField(c, err, false)
+			return
+		}
+		if err := s.resolveLoRA(&req.ImageRequest); err != nil {
+			s.fail(c, err)
+			return
+		}
+		start := time.Now()
+		images, err := s.generateWith(c.Request.Context(), req, req.encoder())
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if s.metrics != nil {
+			s.metrics.Images(runner, len(images), req.NumInferenceSteps)
+		}
+		writeJSON(c, http.StatusOK, imageGenerateResponse{Images: images, GenerationTime: math.Round(time.Since(start).Seconds()*100) / 100})
+	}
+}
+
+// imageInputs decodes the base64 image and mask of a Python-dialect request into req.
+func (s *Server) imageInputs(req *runners.ImageRequest, imgField, imgB64 string, hasImg bool, maskField, maskB64 string, hasMask, alphaMarks bool) error {
+	if !hasImg {
+		return &inputError{field: imgField, status: http.StatusBadRequest, msg: imgField + " is required"}
+	}
+	raw, err := decodeBase64(imgB64)
+	if err != nil {
+		return &inputError{field: imgField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", imgField, err)}
+	}
+	img, err := decodeInputImage(imgField, raw)
+	if err != nil {
+		return err
+	}
+	req.InitImage = img
+	if !hasMask {
+		return nil
+	}
+	mraw, err := decodeBase64(maskB64)
+	if err != nil {
+		return &inputError{field: maskField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", maskField, err)}
+	}
+	req.Mask, err = decodeMask(maskField, mraw, img, alphaMarks)
+	return err
+}
+
+// openAIEditSizes are the sizes the SDXL image-input runners produce ("auto" is that size).
+var openAIEditSizes = openAIImageSizes
+
+// parseOpenAIImageInput reads OpenAI's multipart images/edits form: image (file, required; one
+// image, as image or image[]), mask (file; required for inpainting, refused for
+// image-to-image; OpenAI's convention: its fully transparent pixels mark the area to repaint,
+// or, without transparency, a grayscale mask whose white marks it), prompt (required), n 1-4,
+// size (auto or 1024x1024), response_format b64_json (url refused), model, output_format
+// (png|jpeg|webp), output_compression 0-100, quality (as /v1/images/generations), background
+// (auto|opaque), user; extensions: negative_prompt, seed, strength (0-1, default 0.6),
+// num_inference_steps or steps (12-50), guidance_scale (1-20). Any other field is refused.
+func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, []byte, []byte, error) {
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "multipart/form-data" {
+		return nil, nil, nil, &openAIError{status: http.StatusBadRequest,
+			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", r.Header.Get("Content-Type"))}
+	}
+	if params["boundary"] == "" {
+		return nil, nil, nil, invalidParam("", "multipart/form-data without a boundary")
+	}
+	if defaultSteps < 12 || defaultSteps > 50 {
+		defaultSteps = 20
+	}
+	req := &openAIImageRequest{size: openAIEditSizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
+	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, defaultGuidanceScale, defaultStrength
+	var img, mask []byte
+	var gotImage, gotMask, gotPrompt bool
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	for parts := 0; ; parts++ {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, nil, multipartErr(err)
+		}
+		if parts >= maxOpenAIParts {
+			return nil, nil, nil, invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts)
+		}
+		name := p.FormName()
+		switch name {
+		case "image", "image[]":
+			if gotImage {
+				return nil, nil, nil, invalidParam("image", "one image is accepted; this model edits a single image")
+			}
+			if img, err = io.ReadAll(p); err != nil {
+				return nil, nil, nil, multipartErr(err)
+			}
+			gotImage = true
+			continue
+		case "mask":
+			if mask, err = io.ReadAll(p); err != nil {
+				return nil, nil, nil, multipartErr(err)
+			}
+			gotMask = true
+			continue
+		}
+		raw, err := io.ReadAll(io.LimitReader(p, maxOpenAIFieldBytes+1))
+		if err != nil {
+			return nil, nil, nil, multipartErr(err)
+		}
+		if len(raw) > maxOpenAIFieldBytes {
+			return nil, nil, nil, invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
+		}
+		v := strings.TrimSpace(string(raw))
+		intIn := func(lo, hi int) (int, error) {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo || n > hi {
+				return 0, invalidParam(name, "%s must be an integer between %d and %d, got %q", name, lo, hi, v)
+			}
+			return n, nil
+		}
+		floatIn := func(lo, hi float64) (float64, error) {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || f < lo || f > hi {
+				return 0, invalidParam(name, "%s must be a number between %g and %g, got %q", name, lo, hi, v)
+			}
+			return f, nil
+		}
+		var perr error
+		switch name {
+		case "prompt":
+			req.Prompt, gotPrompt = string(raw), true
+		case "negative_prompt":
+			req.NegativePrompt = string(raw)
+		case "model":
+			req.model = v
+			perr = models.resolve(v)
+		case "n":
+			req.NumberOfImages, perr = intIn(1, maxOpenAIImages)
+		case "size":
+			if v != "auto" && !slices.Contains(openAIEditSizes, v) {
+				perr = invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(openAIEditSizes, ", "))
+			} else if v != "auto" {
+				req.size = v
+			}
+		case "response_format":
+			switch v {
+			case "b64_json":
+			case "url":
+				perr = invalidParam("response_format", "response_format \"url\" is not supported: this server does not store images; use \"b64_json\"")
+			default:
+				perr = invalidParam("response_format", "response_format must be \"b64_json\", got %q", v)
+			}
+		case "output_format":
+			if v != "png" && v != "jpeg" && v != "webp" {
+				perr = invalidParam("output_format", "output_format %q is not supported; accepted: png, jpeg, webp", v)
+			}
+			req.outputFormat = v
+		case "output_compression":
+			req.compression, perr = intIn(0, 100)
+		case "quality":
+			switch v {
+			case "auto", "standard", "medium":
+			case "low":
+				req.NumInferenceSteps = stepsLowQuality
+			case "high", "hd":
+				req.NumInferenceSteps = stepsHighQuality
+			default:
+				perr = invalidParam("quality", "quality must be one of auto, low, medium, high, standard, hd; got %q", v)
+			}
+		case "background":
+			if v != "auto" && v != "opaque" {
+				perr = invalidParam("background", "background %q is not supported; accepted: auto, opaque", v)
+			}
+		case "user":
+		case "seed":
+			var n int64
+			if n, perr = strconv.ParseInt(v, 10, 64); perr != nil {
+				perr = invalidParam("seed", "seed must be an integer, got %q", v)
+			} else {
+				req.Seed = &n
+			}
+		case "strength":
+			req.Strength, perr = floatIn(0, 1)
+		case "steps", "num_inference_steps":
+			req.NumInferenceSteps, perr = intIn(12, 50)
+		case "guidance_scale":
+			req.GuidanceScale, perr = floatIn(1, 20)
+		default:
+			perr = invalidParam(name, "field %q is not supported on this route", name)
+		}
+		if perr != nil {
+			return nil, nil, nil, perr
+		}
+	}
+	switch {
+	case !gotImage:
+		return nil, nil, nil, invalidParam("image", "you must provide an image (multipart field \"image\")")
+	case !gotPrompt || strings.TrimSpace(req.Prompt) == "":
+		return nil, nil, nil, invalidParam("prompt", "prompt must be a non-empty string")
+	case route.edit && !gotMask:
+		return nil, nil, nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", runners.RunnerSDXLEdit)
+	case !route.edit && gotMask:
+		return nil, nil, nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", runners.RunnerSDXLEdit)
+	}
+	if !gotMask {
+		mask = nil
+	}
+	return req, img, mask, nil
+}
+
+// handleOpenAIImageInput serves OpenAI's multipart images/edits on the image-input routes.
+func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTable) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		req, img, mask, err := parseOpenAIImageInput(c.Request, route, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		rgb, err := decodeInputImage("image", img)
+		if err != nil {
+			s.failField(c, err, true)
+			return
+		}
+		req.InitImage = rgb
+		if mask != nil {
+			if req.Mask, err = decodeMask("mask", mask, rgb, true); err != nil {
+				s.failField(c, err, true)
+				return
+			}
+		}
+		images, err := s.generateWith(c.Request.Context(), &req.imageRequest, req.encoder())
+		if err != nil {
+			s.failOpenAI(c, err)
+			return
+		}
+		if s.metrics != nil {
+			s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
+		}
+		resp := openAIImagesResponse{Created: time.Now().Unix(), Background: "opaque",
+			OutputFormat: req.outputFormat, Size: req.size, Data: make([]openAIImage, len(images))}
+		for i, im := range images {
+			resp.Data[i].B64JSON = im
+		}
+		writeJSON(c, http.StatusOK, resp)
+	}
+}
