@@ -8,7 +8,7 @@ package ttnn
 //	CGO_CPPFLAGS="-I$TT_MLIR_HOME/runtime/include -I$TT_MLIR_HOME/build/include ..."
 //	CGO_LDFLAGS="-L$TT_MLIR_HOME/build/lib -Wl,-rpath,$TT_MLIR_HOME/build/lib"
 //
-// See README.md. UNVERIFIED: never built here.
+// See README.md. scripts/check-metal.sh builds and tests it against the fake runtime (fakert/).
 
 /*
 #cgo CPPFLAGS: -DTTB_WITH_METAL

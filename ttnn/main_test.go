@@ -35,7 +35,12 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	if err := Init("sim"); err != nil && os.Getenv(childEnv) == "" {
+	// TTB_TEST_BACKEND (children of the conformance suite) picks the backend under test.
+	backend := os.Getenv("TTB_TEST_BACKEND")
+	if backend == "" {
+		backend = "sim"
+	}
+	if err := Init(backend); err != nil && (os.Getenv(childEnv) == "" || backend != "sim") {
 		fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
 		os.Exit(2)
 	}

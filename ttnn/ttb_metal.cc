@@ -2,12 +2,13 @@
 
 // Metal backend of the C ABI over the tt-mlir runtime (tt::runtime, TTNN device runtime).
 //
-// UNVERIFIED: this file has never been compiled or run; no TT-Metal / tt-mlir install was
-// available where it was written. It was written against the public runtime headers of
+// NOT RUN ON HARDWARE. It is written against the public runtime headers of
 // tenstorrent/tt-mlir@19c86fca45ae7c3d8f886c0401d8b40a40d2f294 (runtime/include/tt/runtime/
-// runtime.h and types.h), which pins tt-metal d5f9bc4a43b1287523458f1af6a470c6b2adc180.
-// Build it with `go build -tags ttnn` and CGO_CPPFLAGS/CGO_LDFLAGS pointing at that install
-// (see README.md). Expect to fix compile errors on first contact.
+// runtime.h and types.h), which pins tt-metal d5f9bc4a43b1287523458f1af6a470c6b2adc180. CI
+// (scripts/check-metal.sh) compiles it against those headers (../shared/tt-mlir-sdk) with
+// -Werror and runs it over a fake tt::runtime (fakert/); no TT-Metal / tt-mlir install exists
+// there. Build it for hardware with `go build -tags ttnn` and CGO_CPPFLAGS/CGO_LDFLAGS pointing
+// at that install (see README.md).
 //
 // Mapping notes:
 //  - Traces are compiled into tt-mlir binaries (the first submit captures, later ones replay),
@@ -21,6 +22,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -40,6 +42,7 @@ namespace tgt = ::tt::target;
 
 struct ttb_program {
   rt::Binary bin;
+  std::set<ttb_device *> ranOn; // devices whose trace cache may hold this binary's traces (g_mu)
   explicit ttb_program(rt::Binary b) : bin(std::move(b)) {}
 };
 
@@ -66,6 +69,9 @@ struct ttb_device {
   ttb_device *parent = nullptr;
   uint32_t rowOff = 0, colOff = 0;
   uint32_t children = 0; // live submeshes; guarded by g_mu
+  uint32_t rows = 0, cols = 0;
+  std::set<ttb_device *> subs;     // live submeshes (g_mu), for the overlap check
+  std::set<ttb_program *> ran;     // programs run here, whose traces close releases (g_mu)
 };
 
 namespace {
@@ -151,6 +157,14 @@ ttb_status shapeOf(const ttb_tensor_desc *d, std::vector<uint32_t> &shape, std::
   return TTB_OK;
 }
 
+std::string descStr(uint32_t dtype, const uint32_t *shape, uint32_t rank) {
+  static const char *names[] = {"bf16", "f32", "u32", "i32", "u16", "u8"};
+  std::string s = dtype < 6 ? names[dtype] : "?";
+  s += "[";
+  for (uint32_t k = 0; k < rank; k++) s += (k ? "," : "") + std::to_string(shape[k]);
+  return s + "]";
+}
+
 ttb_status checkDev(ttb_device *d) {
   if (d == nullptr || !d->dev) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid device handle");
   return TTB_OK;
@@ -170,12 +184,34 @@ rt::FabricConfig fabricOf(uint32_t f) {
   }
 }
 
+// Frees a tensor's device copy. deallocateTensor is a no-op on a retained tensor (the runtime
+// only logs it), so the retain flag is cleared first.
+void freeDevCopy(ttb_tensor *t) {
+  if (!t->onDev) return;
+  rt::setTensorRetain(*t->onDev, false);
+  rt::deallocateTensor(*t->onDev, /*force=*/true);
+  t->onDev.reset();
+}
+
 void destroyTensor(ttb_tensor *t) {
-  if (t->onDev) rt::deallocateTensor(*t->onDev, /*force=*/true);
+  freeDevCopy(t);
   if (!t->consumed) c_bytes -= t->bytes;
   t->dev->tensors.erase(t);
   delete t;
   c_tensors--;
+}
+
+// Releases the traces programs captured on d (tt-mlir keys them by binary and program index in
+// the device's trace cache) and forgets the programs. Caller holds no lock.
+void releaseTraces(ttb_device *d) {
+  std::set<ttb_program *> ran;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    ran.swap(d->ran);
+    for (ttb_program *p : ran) p->ranOn.erase(d);
+  }
+  for (ttb_program *p : ran)
+    for (uint32_t i = 0; i < p->bin.getNumPrograms(); i++) rt::releaseTrace(*d->dev, p->bin.id(), i);
 }
 
 // ---------- process level ----------
@@ -249,6 +285,8 @@ ttb_status m_device_open(const ttb_device_options *o, ttb_device **out) {
     }
     d->ncq = o->num_command_queues;
     d->fabric = o->fabric;
+    std::vector<uint32_t> shape = rt::getMeshShape(*d->dev);
+    if (shape.size() == 2) d->rows = shape[0], d->cols = shape[1];
     {
       std::lock_guard<std::mutex> lk(g_mu);
       g_open = d;
@@ -272,6 +310,7 @@ ttb_status m_device_close(ttb_device *d) {
     // Never close a lost device: closing chips that were reset or hung can hang (tt-metal #25377).
     st = guard("close", d, [&] {
       while (!d->tensors.empty()) destroyTensor(*d->tensors.begin());
+      releaseTraces(d);
       rt::closeMeshDevice(*d->dev);
       if (d->fabric != TTB_FABRIC_OFF) rt::setFabricConfig(rt::FabricConfig::DISABLED);
       return TTB_OK;
@@ -284,6 +323,7 @@ ttb_status m_device_close(ttb_device *d) {
   }
   {
     std::lock_guard<std::mutex> lk(g_mu);
+    for (ttb_program *p : d->ran) p->ranOn.erase(d);
     g_open = nullptr;
   }
   delete d;
@@ -311,6 +351,16 @@ ttb_status m_submesh_create(ttb_device *parent, const ttb_submesh_options *o, tt
         (uint64_t)o->col_offset + o->mesh_cols > pshape[1])
       return ttb_fail(TTB_INVALID_ARGUMENT, "submesh %ux%u at offset (%u,%u) does not fit the parent mesh", o->mesh_rows,
                       o->mesh_cols, o->row_offset, o->col_offset);
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      for (ttb_device *o2 : parent->subs) {
+        bool apart = o->row_offset + o->mesh_rows <= o2->rowOff || o2->rowOff + o2->rows <= o->row_offset ||
+                     o->col_offset + o->mesh_cols <= o2->colOff || o2->colOff + o2->cols <= o->col_offset;
+        if (!apart)
+          return ttb_fail(TTB_BUSY, "submesh %ux%u at (%u,%u) overlaps a live submesh %ux%u at (%u,%u)", o->mesh_rows,
+                          o->mesh_cols, o->row_offset, o->col_offset, o2->rows, o2->cols, o2->rowOff, o2->colOff);
+      }
+    }
     auto *d = new ttb_device();
     try {
       d->dev.emplace(rt::createSubMeshDevice(*parent->dev, std::vector<uint32_t>{o->mesh_rows, o->mesh_cols},
@@ -324,9 +374,12 @@ ttb_status m_submesh_create(ttb_device *parent, const ttb_submesh_options *o, tt
     d->parent = parent;
     d->rowOff = o->row_offset;
     d->colOff = o->col_offset;
+    d->rows = o->mesh_rows;
+    d->cols = o->mesh_cols;
     {
       std::lock_guard<std::mutex> lk(g_mu);
       parent->children++;
+      parent->subs.insert(d);
     }
     c_devices++;
     *out = d;
@@ -347,6 +400,7 @@ ttb_status m_submesh_release(ttb_device *d) {
   if (!lost) {
     st = guard("release submesh", d, [&] {
       while (!d->tensors.empty()) destroyTensor(*d->tensors.begin());
+      releaseTraces(d);
       rt::releaseSubMeshDevice(*d->dev);
       return TTB_OK;
     });
@@ -358,7 +412,9 @@ ttb_status m_submesh_release(ttb_device *d) {
   }
   {
     std::lock_guard<std::mutex> lk(g_mu);
+    for (ttb_program *p : d->ran) p->ranOn.erase(d);
     d->parent->children--;
+    d->parent->subs.erase(d);
   }
   delete d;
   c_devices--;
@@ -426,26 +482,38 @@ ttb_status m_program_load_file(const char *path, ttb_program **out) {
   if (path == nullptr || out == nullptr) return ttb_fail(TTB_INVALID_ARGUMENT, "path or out is NULL");
   struct stat st;
   if (stat(path, &st) != 0) return ttb_fail(TTB_NOT_FOUND, "%s: no such file", path);
-  return guard("load program", nullptr, [&] {
-    *out = new ttb_program(rt::Binary::loadFromPath(path));
-    c_programs++;
-    return TTB_OK;
-  });
+  try {
+    rt::Binary bin = rt::Binary::loadFromPath(path);
+    (void)bin.getNumPrograms(); // asserts the TTNN file identifier
+    *out = new ttb_program(std::move(bin));
+  } catch (const std::bad_alloc &) {
+    return ttb_fail(TTB_OUT_OF_MEMORY, "load program %s: host allocation failed", path);
+  } catch (const std::exception &e) {
+    return ttb_fail(TTB_INVALID_ARGUMENT, "load program %s: not a loadable .ttnn binary: %s", path, e.what());
+  }
+  c_programs++;
+  return TTB_OK;
 }
 
 ttb_status m_program_free(ttb_program *p) {
   if (p == nullptr) return ttb_fail(TTB_INVALID_ARGUMENT, "invalid program handle");
-  ttb_device *d;
+  std::set<ttb_device *> devs;
   {
     std::lock_guard<std::mutex> lk(g_mu);
-    d = g_open;
+    devs.swap(p->ranOn);
+    for (ttb_device *d : devs) d->ran.erase(p);
   }
   ttb_status st = TTB_OK;
-  if (d != nullptr && !d->poisoned)
-    st = guard("free program", d, [&] {
+  for (ttb_device *d : devs) {
+    bool lost = false;
+    for (ttb_device *q = d; q != nullptr; q = q->parent) lost = lost || q->poisoned;
+    if (lost) continue;
+    ttb_status s2 = guard("free program", d, [&] {
       for (uint32_t i = 0; i < p->bin.getNumPrograms(); i++) rt::releaseTrace(*d->dev, p->bin.id(), i);
       return TTB_OK;
     });
+    if (st == TTB_OK) st = s2;
+  }
   delete p;
   c_programs--;
   return st;
@@ -532,12 +600,14 @@ ttb_status m_tensor_write(ttb_tensor *t, const void *src, size_t bytes, uint32_t
     std::vector<uint32_t> shape;
     std::vector<int64_t> stride;
     size_t want;
-    tgt::DataType dt;
-    shapeOf(&t->desc, shape, stride, &want);
-    toTarget(t->desc.dtype, &dt);
+    tgt::DataType dt{};
+    if (shapeOf(&t->desc, shape, stride, &want) || !toTarget(t->desc.dtype, &dt))
+      return ttb_fail(TTB_INTERNAL, "tensor has a bad descriptor");
     rt::Tensor src_t = rt::createOwnedHostTensor(src, shape, stride, (uint32_t)ttb_dtype_size(t->desc.dtype), dt);
-    rt::memcpy(t->host, src_t);
-    if (t->onDev) rt::memcpy(*t->onDev, src_t); // host -> device into the persistent tensor
+    t->host = src_t; // program outputs have no host copy yet
+    // The device copy is in a program input's layout (tiles, maybe another dtype), which a
+    // row-major host tensor cannot be copied into: drop it, the next run lays the new data out.
+    freeDevCopy(t);
     return TTB_OK;
   });
 }
@@ -568,7 +638,10 @@ ttb_status m_tensor_read(ttb_tensor *t, void *dst, size_t bytes, uint32_t cq) {
       }
       if (off != bytes) return ttb_fail(TTB_UNSUPPORTED, "shards hold %zu B, tensor is %zu B", off, bytes);
     }
-    for (rt::Tensor &s : shards) rt::deallocateTensor(s, true);
+    for (rt::Tensor &s : shards) {
+      rt::setTensorRetain(s, false);
+      rt::deallocateTensor(s, true);
+    }
     return TTB_OK;
   });
 }
@@ -603,20 +676,67 @@ ttb_status m_program_run(ttb_device *d, ttb_program *p, uint32_t fn, ttb_tensor 
     if (fn >= p->bin.getNumPrograms()) return ttb_fail(TTB_NOT_FOUND, "no function %u", fn);
     if (n_in != p->bin.getNumProgramInputs(fn))
       return ttb_fail(TTB_INVALID_ARGUMENT, "function takes %u inputs, got %u", p->bin.getNumProgramInputs(fn), n_in);
-    std::vector<rt::Tensor> inputs;
+    std::pair<uint32_t, uint32_t> pm = p->bin.getProgramMeshShape(fn);
+    if ((pm.first != 0 || pm.second != 0) && (pm.first != d->rows || pm.second != d->cols))
+      return ttb_fail(TTB_INVALID_ARGUMENT, "program %s was compiled for a %ux%u mesh; this device is %ux%u",
+                      p->bin.getProgramName(fn).c_str(), pm.first, pm.second, d->rows, d->cols);
+    std::vector<rt::TensorDesc> want = p->bin.getProgramInputs(fn);
+    std::vector<rt::Tensor> inputs, temps;
+    struct FreeTemps { // also when submit throws
+      std::vector<rt::Tensor> &v;
+      ~FreeTemps() {
+        for (rt::Tensor &x : v) try {
+            rt::setTensorRetain(x, false);
+            rt::deallocateTensor(x, /*force=*/true);
+          } catch (...) { // never from a destructor; the runtime frees it with its last handle
+          }
+      }
+    } freeTemps{temps};
     for (uint32_t i = 0; i < n_in; i++) {
       ttb_tensor *t = in[i];
       if (t == nullptr || t->dev != d || t->consumed) return ttb_fail(TTB_INVALID_ARGUMENT, "input %u is invalid or deallocated", i);
+      uint32_t wdt = 0;
+      bool okType = fromTarget(want[i].dataType, &wdt) && wdt == t->desc.dtype && want[i].shape.size() == t->desc.rank;
+      for (uint32_t k = 0; okType && k < t->desc.rank; k++) okType = want[i].shape[k] == t->desc.shape[k];
+      if (!okType)
+        return ttb_fail(TTB_INVALID_ARGUMENT, "%s input %u: got %s, want %s", p->bin.getProgramName(fn).c_str(), i,
+                        descStr(t->desc.dtype, t->desc.shape, t->desc.rank).c_str(),
+                        descStr(wdt, want[i].shape.data(), (uint32_t)want[i].shape.size()).c_str());
+      if (std::find(in, in + i, t) != in + i) {
+        // The same tensor at a second position: a temporary device copy in this position's
+        // layout, freed after the run (the first position keeps the tensor's own copy).
+        rt::Tensor src = t->host.handle ? t->host : *t->onDev;
+        rt::Tensor tmp = rt::toLayout(src, *d->dev, rt::getLayout(p->bin, fn, i), /*retain=*/true);
+        temps.push_back(tmp);
+        inputs.push_back(tmp);
+        continue;
+      }
       bool same = t->onDev && t->layoutBinary == p->bin.id() && t->layoutFn == fn && t->layoutIdx == i;
       if (!same) {
-        if (t->onDev) rt::deallocateTensor(*t->onDev, true);
         rt::Layout l = rt::getLayout(p->bin, fn, i);
-        t->onDev = rt::toLayout(t->host, *d->dev, l, t->retain);
+        // retain=true keeps the source (a non-retained conversion deallocates it); the device
+        // copy then carries the tensor's own retain flag, which decides whether the program's
+        // DeallocateOps free it.
+        if (t->host.handle) {
+          freeDevCopy(t);
+          t->onDev = rt::toLayout(t->host, *d->dev, l, /*retain=*/true);
+        } else { // a program output fed to a program: convert its device copy
+          rt::Tensor prev = *t->onDev;
+          t->onDev = rt::toLayout(prev, *d->dev, l, /*retain=*/true);
+          rt::setTensorRetain(prev, false);
+          rt::deallocateTensor(prev, /*force=*/true);
+        }
+        rt::setTensorRetain(*t->onDev, t->retain);
         t->layoutBinary = p->bin.id();
         t->layoutFn = fn;
         t->layoutIdx = i;
       }
       inputs.push_back(*t->onDev);
+    }
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      p->ranOn.insert(d);
+      d->ran.insert(p);
     }
     std::vector<rt::Tensor> outs = rt::submit(*d->dev, p->bin, fn, inputs);
     if (outs.size() > out_cap) {
@@ -634,7 +754,8 @@ ttb_status m_program_run(ttb_device *d, ttb_program *p, uint32_t fn, ttb_tensor 
         t->desc.rank = (uint32_t)std::min<size_t>(descs[i].shape.size(), TTB_MAX_RANK);
         for (uint32_t k = 0; k < t->desc.rank; k++) t->desc.shape[k] = descs[i].shape[k];
       }
-      t->bytes = rt::getTensorVolume(outs[i]) * rt::getTensorElementSize(outs[i]);
+      // Logical bytes: a tile-layout output's volume is padded to whole tiles.
+      t->bytes = (size_t)rt::getTensorLogicalVolume(outs[i]) * rt::getTensorElementSize(outs[i]);
       t->onDev = outs[i];
       t->layoutBinary = ~0ull; // produced by a program, not moved to an input layout
       d->tensors.insert(t);
