@@ -76,6 +76,12 @@ nice -n 10 go vet -tags ttnn ./...
 echo "== check-metal: go build -tags ttnn ./..."
 nice -n 10 go build -tags ttnn ./...
 echo "== check-metal: go test -tags ttnn $pkgs (metal over the fake runtime)"
-# shellcheck disable=SC2086
-nice -n 10 go test -tags ttnn -count=1 -timeout 15m $pkgs
+if [ -f .ci/testsummary.go ]; then
+	# go test's closing lines and every skip; a skip .ci/allowed-skips.txt does not allow fails.
+	# shellcheck disable=SC2086
+	nice -n 10 go test -tags ttnn -count=1 -timeout 15m -json $pkgs 2>&1 | go run .ci/testsummary.go -allow .ci/allowed-skips.txt
+else
+	# shellcheck disable=SC2086
+	nice -n 10 go test -tags ttnn -count=1 -timeout 15m $pkgs
+fi
 echo "== check-metal: OK"
