@@ -19,9 +19,9 @@ import (
 // damaged file is a 400 naming the problem, and the duration limit is checked from the header
 // when it states one). ffmpeg then reads the input from a private temporary file (MP4 files
 // written by ffmpeg and Safari keep their index after the data, so a pipe is not enough), with
-// an empty environment, only the file protocol, stdin closed, output limited to the duration
-// limit (+1 s) and a byte cap, and writes 32-bit float WAV with the source's rate and channels
-// to a pipe; that WAV goes through our own parser and the same downmix and resampler as every
+// an empty environment, only the file protocol, its demuxer forced to the validated container,
+// stdin closed, output limited to the duration limit (+1 s) and a byte cap, and writes 32-bit
+// float WAV with the source's rate and channels to a pipe; that WAV goes through our own parser and the same downmix and resampler as every
 // other format. Without ffmpeg these formats are a 415 that says ffmpeg is what is missing.
 
 // ffmpegOutputCap bounds the decoded bytes read from ffmpeg when no duration limit applies
@@ -43,9 +43,11 @@ func FFmpegPath() string {
 // ffmpegBinary is a seam for tests (a missing ffmpeg, a failing one).
 var ffmpegBinary = FFmpegPath
 
-// decodeFFmpeg decodes the first audio stream of data with ffmpeg. what names the format for
-// messages ("M4A/MP4 (AAC)"); estDuration, when > 0, is the duration the container states.
-func decodeFFmpeg(ctx context.Context, data []byte, lim Limits, what string, estDuration float64) (*pcm, error) {
+// decodeFFmpeg decodes the first audio stream of data with ffmpeg, whose demuxer is forced to
+// demuxer ("mov" or "matroska": the container our own walker validated, so ffmpeg cannot be made
+// to read the bytes as a playlist or any other format). what names the format for messages
+// ("M4A/MP4 (AAC)"); estDuration, when > 0, is the duration the container states.
+func decodeFFmpeg(ctx context.Context, data []byte, lim Limits, demuxer, what string, estDuration float64) (*pcm, error) {
 	bin := ffmpegBinary()
 	if bin == "" {
 		return nil, fmt.Errorf("%w: %s needs the ffmpeg program to decode, and it is not installed on this server (Debian: apt-get install ffmpeg); %s",
@@ -67,7 +69,7 @@ func decodeFFmpeg(ctx context.Context, data []byte, lim Limits, what string, est
 		return nil, fmt.Errorf("audio: temporary file for ffmpeg: %w", err)
 	}
 	args := []string{"-nostdin", "-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file",
-		"-i", "file:" + f.Name(), "-map", "0:a:0", "-vn", "-sn", "-dn", "-c:a", "pcm_f32le", "-f", "wav"}
+		"-f", demuxer, "-i", "file:" + f.Name(), "-map", "0:a:0", "-vn", "-sn", "-dn", "-c:a", "pcm_f32le", "-f", "wav"}
 	limit := int64(ffmpegOutputCap)
 	if lim.MaxDuration > 0 {
 		args = append(args, "-t", strconv.FormatFloat(lim.MaxDuration+1, 'f', 3, 64))

@@ -323,5 +323,5 @@ func decodeMP4(ctx context.Context, data []byte, lim Limits) (*pcm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeFFmpeg(ctx, data, lim, mp4CodecName(info), info.duration)
+	return decodeFFmpeg(ctx, data, lim, "mov", mp4CodecName(info), info.duration)
 }

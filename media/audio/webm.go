@@ -505,7 +505,7 @@ func decodeWebM(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 		if st.packets == 0 {
 			return nil, fmt.Errorf("%w: %s has no audio packets", ErrInvalidAudio, name)
 		}
-		return decodeFFmpeg(ctx, data, lim, name, 0)
+		return decodeFFmpeg(ctx, data, lim, "matroska", name, 0)
 	}
 	if st.packets == 0 {
 		return nil, fmt.Errorf("%w: WebM Opus track has no audio packets", ErrInvalidAudio)
@@ -527,6 +527,9 @@ func decodeWebM(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 		n, err := dec.decode(pk.data, pk.index)
 		if err != nil {
 			return err
+		}
+		if int64(len(dec.mono)) > total {
+			return fmt.Errorf("%w: WebM Opus packet %d decoded to more samples than the packets declare", ErrInvalidAudio, pk.index)
 		}
 		if pk.discardPadding > 0 {
 			drop := int(min(int64(n), (pk.discardPadding*opusRate+500_000_000)/1_000_000_000))
