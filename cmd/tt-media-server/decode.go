@@ -30,27 +30,14 @@ func audioDecode(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, audioDecodeUsage) }
 	rate := fs.Int("rate", audio.WhisperSampleRate, "output sample rate in Hz")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("audio-decode: %w", err)
-	}
-	if fs.NArg() != 2 {
-		fs.Usage()
-		return fmt.Errorf("audio-decode: want IN and OUT, got %d arguments", fs.NArg())
+	in, out, help, err := parseInOut(fs, args)
+	if help || err != nil {
+		return err
 	}
 	if *rate < audio.MinSampleRate || *rate > audio.MaxSampleRate {
 		return fmt.Errorf("audio-decode: --rate %d is outside %d..%d", *rate, audio.MinSampleRate, audio.MaxSampleRate)
 	}
-	in, out := fs.Arg(0), fs.Arg(1)
-	var data []byte
-	var err error
-	if in == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(in)
-	}
+	data, err := readInput(in, stdin)
 	if err != nil {
 		return fmt.Errorf("audio-decode: read input: %w", err)
 	}
@@ -62,17 +49,45 @@ func audioDecode(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err := writeWAV16(&ws, dec.Samples, *rate); err != nil {
 		return fmt.Errorf("audio-decode: encode WAV: %w", err)
 	}
-	if out == "-" {
-		_, err = stdout.Write(ws.buf)
-	} else {
-		err = os.WriteFile(out, ws.buf, 0o644)
-	}
-	if err != nil {
+	if err := writeOutput(out, ws.buf, stdout); err != nil {
 		return fmt.Errorf("audio-decode: write output: %w", err)
 	}
 	fmt.Fprintf(stderr, "audio-decode: %s: %s, %d Hz, %d ch, %.3f s → %d Hz mono 16-bit WAV, %d samples → %s\n",
 		in, dec.Format, dec.SourceRate, dec.SourceChannels, dec.Duration, *rate, len(dec.Samples), out)
 	return nil
+}
+
+// parseInOut parses a subcommand's flags and its two arguments, IN and OUT; help is true when
+// the usage was asked for (and printed).
+func parseInOut(fs *flag.FlagSet, args []string) (in, out string, help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", "", true, nil
+		}
+		return "", "", false, fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return "", "", false, fmt.Errorf("%s: want IN and OUT, got %d arguments", fs.Name(), fs.NArg())
+	}
+	return fs.Arg(0), fs.Arg(1), false, nil
+}
+
+// readInput reads the file in, or stdin for "-".
+func readInput(in string, stdin io.Reader) ([]byte, error) {
+	if in == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(in)
+}
+
+// writeOutput writes b to the file out, or to stdout for "-".
+func writeOutput(out string, b []byte, stdout io.Writer) error {
+	if out == "-" {
+		_, err := stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(out, b, 0o644)
 }
 
 // writeWAV16 writes mono float samples in [-1, 1] as a 16-bit PCM WAV with go-audio/wav,

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/tenstorrent/tt-media-server-go/media/audio"
 )
@@ -29,23 +27,14 @@ func audioFeatures(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs.Usage = func() { fmt.Fprint(stderr, audioFeaturesUsage) }
 	nMels := fs.Int("n-mels", 80, "mel bins: 80 (Whisper tiny … large-v2) or 128 (large-v3, turbo)")
 	filtersPath := fs.String("mel-filters", "", "read the filter bank from this whisper mel_filters.npz")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("audio-features: %w", err)
-	}
-	if fs.NArg() != 2 {
-		fs.Usage()
-		return fmt.Errorf("audio-features: want IN and OUT, got %d arguments", fs.NArg())
+	in, out, help, err := parseInOut(fs, args)
+	if help || err != nil {
+		return err
 	}
 	if *nMels != 80 && *nMels != 128 {
 		return fmt.Errorf("audio-features: --n-mels must be 80 or 128, not %d", *nMels)
 	}
-	in, out := fs.Arg(0), fs.Arg(1)
-
 	var lm *audio.LogMel
-	var err error
 	if *filtersPath != "" {
 		var f *audio.MelFilters
 		if f, err = audio.LoadMelFilters(*filtersPath, *nMels); err == nil {
@@ -58,12 +47,7 @@ func audioFeatures(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		return fmt.Errorf("audio-features: %w", err)
 	}
 
-	var data []byte
-	if in == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(in)
-	}
+	data, err := readInput(in, stdin)
 	if err != nil {
 		return fmt.Errorf("audio-features: read input: %w", err)
 	}
@@ -79,12 +63,7 @@ func audioFeatures(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	for _, v := range mel {
 		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
 	}
-	if out == "-" {
-		_, err = stdout.Write(buf)
-	} else {
-		err = os.WriteFile(out, buf, 0o644)
-	}
-	if err != nil {
+	if err := writeOutput(out, buf, stdout); err != nil {
 		return fmt.Errorf("audio-features: write output: %w", err)
 	}
 	note := ""

@@ -193,29 +193,12 @@ func mp4Seeds(t testing.TB) [][]byte {
 	return [][]byte{shrinkMP4(t, m4a, 32), shrinkMP4(t, firstFrag, 32)}
 }
 
-func FuzzWebM(f *testing.F) {
-	for _, s := range webmSeeds(f) {
-		f.Add(s)
-	}
-	withoutFFmpeg(f)
-	lim := Limits{MaxBytes: 1 << 20, MaxDuration: 30}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := Decode(context.Background(), data, 16000, lim)
-		checkDecodeResult(t, d, err, lim)
-	})
-}
+func FuzzWebM(f *testing.F) { fuzzDecode(f, webmSeeds(f), nil) }
 
 // FuzzMP4 drives the MP4 walker through Decode with ffmpeg disabled: every input ends in one
 // client error (a valid file in a 415 naming ffmpeg), never a panic or a huge allocation.
 func FuzzMP4(f *testing.F) {
-	for _, s := range mp4Seeds(f) {
-		f.Add(s)
-	}
-	withoutFFmpeg(f)
-	lim := Limits{MaxBytes: 1 << 20, MaxDuration: 30}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := Decode(context.Background(), data, 16000, lim)
-		checkDecodeResult(t, d, err, lim)
+	fuzzDecode(f, mp4Seeds(f), func(t *testing.T, data []byte, err error) {
 		if _, werr := walkMP4(data); werr == nil && len(data) >= 8 && string(data[4:8]) == "ftyp" {
 			require.True(t, errors.Is(err, ErrUnsupportedFormat) || errors.Is(err, ErrTooLong), "%v", err)
 		}

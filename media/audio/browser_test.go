@@ -3,16 +3,10 @@ package audio
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,35 +15,13 @@ import (
 // what browsers' MediaRecorder (Chrome/Firefox: WebM/Opus; Safari: fragmented MP4/AAC) and
 // phones (M4A/AAC) send, plus WebM with Vorbis.
 
-type browserFixture struct {
-	File         string `json:"file"`
-	Encoder      string `json:"encoder"`
-	SourceRate   int    `json:"source_rate"`
-	Channels     int    `json:"channels"`
-	SourceFrames int    `json:"source_frames"`
-	DecodedRate  int    `json:"decoded_rate"`
-	FFmpegFrames int    `json:"ffmpeg_frames"`
-}
-
-func browserFixtures(t testing.TB) []browserFixture {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "browser", "manifest.json"))
-	require.NoError(t, err)
-	var m struct{ Files []browserFixture }
-	require.NoError(t, json.Unmarshal(raw, &m))
-	require.Len(t, m.Files, 6)
-	return m.Files
-}
-
+func browserFixtures(t testing.TB) []codecFixture { return fixtureManifest(t, "browser", 6) }
 func readBrowserFixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "browser", name))
-	require.NoError(t, err)
-	return b
+	return readFixture(t, "browser", name)
 }
 
 // needsFFmpeg reports whether a fixture's audio is decoded through ffmpeg.
-func needsFFmpeg(f browserFixture) bool {
+func needsFFmpeg(f codecFixture) bool {
 	return filepath.Ext(f.File) != ".webm" || f.Encoder == "libvorbis"
 }
 
@@ -162,28 +134,6 @@ func melDiff(a, b []float32, frames int) (mean, maxAbs float64) {
 		}
 	}
 	return s / float64(80*frames), maxAbs
-}
-
-// ffmpegMono decodes data with ffmpeg at its own rate and averages the channels.
-func ffmpegMono(t *testing.T, data []byte, fx browserFixture) []float32 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	f := filepath.Join(t.TempDir(), fx.File)
-	require.NoError(t, os.WriteFile(f, data, 0o644))
-	cmd := exec.CommandContext(ctx, FFmpegPath(), "-nostdin", "-loglevel", "error", "-i", f,
-		"-ar", strconv.Itoa(fx.DecodedRate), "-f", "f32le", "-c:a", "pcm_f32le", "pipe:1")
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	ff := make([]float32, len(out)/4/fx.Channels)
-	for i := range ff {
-		var s float32
-		for c := range fx.Channels {
-			s += math.Float32frombits(binary.LittleEndian.Uint32(out[4*(i*fx.Channels+c):]))
-		}
-		ff[i] = s / float32(fx.Channels)
-	}
-	return ff
 }
 
 // TestBrowserWithoutFFmpeg: without ffmpeg, AAC and WebM/Vorbis are a 415 that names ffmpeg as

@@ -1,7 +1,6 @@
 package audio
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -43,7 +42,8 @@ func fixtureMono(channels, rate, n int) []float32 {
 	return out
 }
 
-type oggFixture struct {
+// codecFixture is one entry of a fixture manifest (testdata/ogg, testdata/browser).
+type codecFixture struct {
 	File            string `json:"file"`
 	Encoder         string `json:"encoder"`
 	SourceRate      int    `json:"source_rate"`
@@ -54,21 +54,48 @@ type oggFixture struct {
 	FFmpegFrames    int    `json:"ffmpeg_frames"`
 }
 
-func oggFixtures(t testing.TB) []oggFixture {
+// fixtureManifest reads testdata/<dir>/manifest.json, which lists n fixtures.
+func fixtureManifest(t testing.TB, dir string, n int) []codecFixture {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "ogg", "manifest.json"))
+	raw, err := os.ReadFile(filepath.Join("testdata", dir, "manifest.json"))
 	require.NoError(t, err)
-	var m struct{ Files []oggFixture }
+	var m struct{ Files []codecFixture }
 	require.NoError(t, json.Unmarshal(raw, &m))
-	require.Len(t, m.Files, 5)
+	require.Len(t, m.Files, n)
 	return m.Files
 }
 
-func readOggFixture(t testing.TB, name string) []byte {
+func readFixture(t testing.TB, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "ogg", name))
+	b, err := os.ReadFile(filepath.Join("testdata", dir, name))
 	require.NoError(t, err)
 	return b
+}
+
+func codecFixtures(t testing.TB) []codecFixture       { return fixtureManifest(t, "ogg", 5) }
+func readOggFixture(t testing.TB, name string) []byte { return readFixture(t, "ogg", name) }
+
+// ffmpegMono decodes data with ffmpeg at the fixture's decoded rate and averages the channels
+// (ffmpeg's own downmix, -ac 1, scales stereo by 1/√2, not 1/2).
+func ffmpegMono(t *testing.T, data []byte, fx codecFixture) []float32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := filepath.Join(t.TempDir(), fx.File)
+	require.NoError(t, os.WriteFile(f, data, 0o644))
+	cmd := exec.CommandContext(ctx, FFmpegPath(), "-nostdin", "-loglevel", "error", "-i", f,
+		"-ar", strconv.Itoa(fx.DecodedRate), "-f", "f32le", "-c:a", "pcm_f32le", "pipe:1")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	ff := make([]float32, len(out)/4/fx.Channels)
+	for i := range ff {
+		var s float32
+		for c := range fx.Channels {
+			s += math.Float32frombits(binary.LittleEndian.Uint32(out[4*(i*fx.Channels+c):]))
+		}
+		ff[i] = s / float32(fx.Channels)
+	}
+	return ff
 }
 
 // snrDB is the power of ref over the power of (got − ref), in dB.
@@ -110,7 +137,7 @@ func TestOggFixtures(t *testing.T) {
 		"vorbis_44k1_stereo_oggenc_q0.ogg": 20, "vorbis_16k_mono_ffmpeg_q1.ogg": 20,
 		"opus_48k_stereo_opusenc_32k.opus": 28, "opus_16k_mono_opusenc_12k.opus": 7, "opus_48k_mono_ffmpeg_24k.opus": 7,
 	}
-	for _, fx := range oggFixtures(t) {
+	for _, fx := range codecFixtures(t) {
 		t.Run(fx.File, func(t *testing.T) {
 			d, err := Decode(context.Background(), readOggFixture(t, fx.File), 0, Limits{MaxBytes: 1 << 20, MaxDuration: 30})
 			require.NoError(t, err)
@@ -142,8 +169,7 @@ func TestOggFixtures(t *testing.T) {
 // samples up to the decoders' accuracy, aligned. ffmpeg 5.1's Vorbis decoder does not trim
 // like the reference decoder (the manifest records both counts), so the overlap is compared.
 func TestOggMatchesFFmpeg(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
+	if FFmpegPath() == "" {
 		t.Skip("ffmpeg is not installed; scripts/gen-audio-fixtures.sh runs this test with it")
 	}
 	if raceEnabled {
@@ -151,27 +177,12 @@ func TestOggMatchesFFmpeg(t *testing.T) {
 	}
 	// Measured: Vorbis 135.5 and 135.3 dB; Opus CELT 111.8 dB, SILK 39.4 and 44.1 dB.
 	minSNR := map[string]float64{"ogg-vorbis": 100, "ogg-opus": 30}
-	for _, fx := range oggFixtures(t) {
+	for _, fx := range codecFixtures(t) {
 		t.Run(fx.File, func(t *testing.T) {
 			data := readOggFixture(t, fx.File)
 			d, err := Decode(context.Background(), data, 0, Limits{})
 			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, ffmpeg, "-nostdin", "-loglevel", "error", "-i", "pipe:0",
-				"-ar", strconv.Itoa(fx.DecodedRate), "-f", "f32le", "-c:a", "pcm_f32le", "pipe:1")
-			cmd.Stdin = bytes.NewReader(data)
-			out, err := cmd.Output()
-			require.NoError(t, err)
-			// ffmpeg's own downmix (-ac 1) scales stereo by 1/√2, not 1/2: average here.
-			ff := make([]float32, len(out)/4/fx.Channels)
-			for i := range ff {
-				var s float32
-				for c := range fx.Channels {
-					s += math.Float32frombits(binary.LittleEndian.Uint32(out[4*(i*fx.Channels+c):]))
-				}
-				ff[i] = s / float32(fx.Channels)
-			}
+			ff := ffmpegMono(t, data, fx)
 			require.Len(t, ff, fx.FFmpegFrames)
 			lag := bestLag(ff, d.Samples, 256)
 			// Compare the overlap, ours shifted by lag.
