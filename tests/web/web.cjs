@@ -185,7 +185,7 @@ async function docs(page) {
   const resp = await page.goto(urls.cnn + '/docs', { waitUntil: 'load' });
   check(resp.ok(), `GET /docs answered ${resp.status()}`);
   await page.waitForSelector('h1:has-text("tt-media-server (Go)")', { timeout: 30000 });
-  for (const op of ['Generate images (Python ImageGenerateRequest)', 'Create images (OpenAI images API)', 'Transcribe audio (OpenAI audio API)']) {
+  for (const op of ['Generate images (Python ImageGenerateRequest)', 'Create images (OpenAI images API, or the Python ImageGenerateRequest)', 'Transcribe audio (OpenAI audio API)']) {
     await page.locator('h2', { hasText: op }).first().waitFor({ timeout: 10000 });
   }
   mark('rendered');
