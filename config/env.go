@@ -55,6 +55,7 @@ type rawEnv struct {
 	MaxBatchDelayMS   envInt     `envconfig:"MAX_BATCH_DELAY_MS" default:"0"`
 	MaxQueuePerClient envInt     `envconfig:"MAX_QUEUE_PER_CLIENT" default:"0"`
 	MaxConnections    envInt     `envconfig:"MAX_CONNECTIONS" default:"2048"`
+	ImageMemoryBudget envInt     `envconfig:"IMAGE_MEMORY_BUDGET_BYTES" default:"536870912"`
 	ClientWeights     string     `envconfig:"CLIENT_WEIGHTS"`
 	ModelPools        string     `envconfig:"MODEL_POOLS"`
 	CanaryInterval    envSeconds `envconfig:"CANARY_INTERVAL_SECONDS" default:"10"`

@@ -242,6 +242,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MaxBatchDelay:     time.Duration(r.MaxBatchDelayMS) * time.Millisecond,
 		MaxQueuePerClient: int(r.MaxQueuePerClient),
 		MaxConnections:    int(r.MaxConnections),
+		ImageMemoryBudget: int64(r.ImageMemoryBudget),
 		InferenceTimeout:  time.Duration(r.InferenceTimeout),
 
 		NumInferenceSteps: int(r.NumInferenceSteps),
@@ -368,6 +369,7 @@ func checkScalars(s *Settings) error {
 		{"MAX_BATCH_DELAY_MS", int64(s.MaxBatchDelay / time.Millisecond), 0},
 		{"MAX_QUEUE_PER_CLIENT", int64(s.MaxQueuePerClient), 0},
 		{"MAX_CONNECTIONS", int64(s.MaxConnections), 0},
+		{"IMAGE_MEMORY_BUDGET_BYTES", s.ImageMemoryBudget, 1 << 20},
 		{"TRACE_REGION_SIZE", int64(s.TraceRegionSize), 0},
 		{"MOCK_DEVICES_COUNT", int64(s.MockDevicesCount), map[bool]int64{true: 1, false: 0}[s.Mock]},
 		{"MAX_WORKER_RESTART_COUNT", int64(s.MaxWorkerRestarts), 0},

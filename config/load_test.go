@@ -363,6 +363,7 @@ func TestValidationErrors(t *testing.T) {
 			`invalid setting MODEL_SERVICE="": MODEL_RUNNER=mock serves no fixed service; set MODEL_SERVICE to one of image|audio|cnn`},
 		{"queue size", env{"MAX_QUEUE_SIZE": "0"}, false, `invalid setting MAX_QUEUE_SIZE="0": must be an integer >= 1`},
 		{"connections", env{"MAX_CONNECTIONS": "-1"}, false, `invalid setting MAX_CONNECTIONS="-1": must be an integer >= 0`},
+		{"image memory budget", env{"IMAGE_MEMORY_BUDGET_BYTES": "1000"}, false, `invalid setting IMAGE_MEMORY_BUDGET_BYTES="1000": must be an integer >= 1048576`},
 		{"queue size text", env{"MAX_QUEUE_SIZE": "many"}, false, `invalid setting MAX_QUEUE_SIZE="many": not an integer`},
 		{"queue size empty", env{"MAX_QUEUE_SIZE": ""}, false, `invalid setting MAX_QUEUE_SIZE="": not an integer`},
 		{"batch size", env{"MAX_BATCH_SIZE": "-1"}, false, `invalid setting MAX_BATCH_SIZE="-1": must be an integer >= 1`},

@@ -87,9 +87,14 @@ type Settings struct {
 	MaxQueuePerClient int           // MAX_QUEUE_PER_CLIENT: queued jobs per client (0: no cap)
 	// MaxConnections is MAX_CONNECTIONS (2048; 0: no cap): open HTTP connections. At the cap
 	// the longest-idle connection is closed for a new one; with none idle the new one gets 503.
-	MaxConnections   int
-	ClientWeights    map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
-	InferenceTimeout time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
+	MaxConnections int
+	// ImageMemoryBudget is IMAGE_MEMORY_BUDGET_BYTES (512 MiB): the memory that the decoded
+	// pixels of all image uploads in flight may take (each measured from its header before
+	// decoding: pixels x bytes per pixel). An image that alone needs more is refused 413;
+	// others wait up to 10 s for room, then 429.
+	ImageMemoryBudget int64
+	ClientWeights     map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
+	InferenceTimeout  time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
 
 	// Image.
 	NumInferenceSteps int    // NUM_INFERENCE_STEPS, default 20
@@ -232,6 +237,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MAX_BATCH_DELAY_MS":                s.MaxBatchDelay.Milliseconds(),
 		"MAX_QUEUE_PER_CLIENT":              s.MaxQueuePerClient,
 		"MAX_CONNECTIONS":                   s.MaxConnections,
+		"IMAGE_MEMORY_BUDGET_BYTES":         s.ImageMemoryBudget,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": s.InferenceTimeout.Seconds(),
 		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,

@@ -135,6 +135,24 @@ func (s *Server) handleCNN(c *gin.Context) {
 		// twice the resize target (Image.draft); the resize then has less to average.
 		opts.DraftShortSide = cnnDraftShortSide
 	}
+	// The decode's memory is reserved from IMAGE_MEMORY_BUDGET_BYTES, measured from the header,
+	// before any pixel is decoded, and held until the answer (the image waits in the queue).
+	cost, err := imaging.DecodeCost(up.image)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if cost > s.imageMem.total {
+		s.fail(c, httpErr(http.StatusRequestEntityTooLarge,
+			"%v: decoding it would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20))
+		return
+	}
+	release, err := s.imageMem.acquire(c.Request.Context(), cost)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	defer release()
 	img, _, err := imaging.DecodeRGBWith(up.image, opts)
 	if err != nil {
 		s.fail(c, err)

@@ -72,6 +72,8 @@ type Server struct {
 	idem    *idempotencyStore
 	limits  *rateLimiter
 	conns   connTracker
+	// imageMem is IMAGE_MEMORY_BUDGET_BYTES, shared by the image uploads in flight.
+	imageMem *memBudget
 	// fanoutChunkSeconds bounds a fanned-out transcription's chunks (0: 30 s, Whisper's
 	// window); a seam for tests, which use shorter audio.
 	fanoutChunkSeconds float64
@@ -96,6 +98,7 @@ func New(d Deps) *Server {
 		metrics: d.Metrics,
 		idem:    newIdempotencyStore(),
 	}
+	s.imageMem = newMemBudget(d.Settings.ImageMemoryBudget)
 	if len(s.pools) == 0 {
 		s.pools = []Pool{{Service: d.Service, Runner: d.Settings.ModelRunner, Sched: d.Sched}}
 	}

@@ -101,9 +101,29 @@ func ToRGB(img image.Image) *image.NRGBA {
 				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = r, g, bb, 0xFF
 			}
 		}
+	case *image.NRGBA64:
+		// 16-bit PNGs with alpha: the high byte of each big-endian sample, as the default case
+		// computes, without boxing every pixel in a color.Color (a 6300x6300 image is 40 M
+		// allocations that way).
+		for y := range h {
+			row := out.Pix[y*out.Stride:]
+			src := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			for x := range w {
+				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = src[8*x], src[8*x+2], src[8*x+4], 0xFF
+			}
+		}
+	case *image.Gray16:
+		for y := range h {
+			row := out.Pix[y*out.Stride:]
+			src := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			for x := range w {
+				v := src[2*x]
+				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = v, v, v, 0xFF
+			}
+		}
 	default:
-		// Gray16, RGBA64, NRGBA64, Alpha and anything else: the non-premultiplied colour,
-		// high byte of each 16-bit sample.
+		// RGBA64, Alpha and anything else: the non-premultiplied colour, high byte of each
+		// 16-bit sample.
 		for y := range h {
 			row := out.Pix[y*out.Stride:]
 			for x := range w {

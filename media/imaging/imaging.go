@@ -141,6 +141,9 @@ func Decode(data []byte, maxPixels int) (img image.Image, format string, err err
 type DecodeOptions struct {
 	// MaxPixels > 0 refuses, from the header, an image of more pixels (ErrTooLarge).
 	MaxPixels int
+	// MaxBytes > 0 refuses, from the header, an image whose decode to RGB would hold more
+	// memory than this (DecodeCost; ErrTooLarge).
+	MaxBytes int64
 	// DraftShortSide > 0 decodes a JPEG at the smallest DCT scale (1/2, 1/4, 1/8) whose shorter
 	// side stays at least this many pixels, as Pillow's Image.draft: much faster for large
 	// photos, not the same pixels as a full decode. Only the native JPEG decoder scales.
@@ -164,6 +167,15 @@ func decode(data []byte, o DecodeOptions) (img image.Image, format string, err e
 		}
 	}()
 	maxPixels := o.MaxPixels
+	if o.MaxBytes > 0 {
+		cost, err := DecodeCost(data)
+		if err != nil {
+			return nil, "", err
+		}
+		if cost > o.MaxBytes {
+			return nil, "", fmt.Errorf("%w: decoding it would take %d MiB of memory, over the %d MiB allowed", ErrTooLarge, cost>>20, o.MaxBytes>>20)
+		}
+	}
 	if bytes.HasPrefix(data, jpegMagic) {
 		h, err := turbojpeg.DecodeHeader(data)
 		if err != nil {

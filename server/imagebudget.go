@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// memBudget shares IMAGE_MEMORY_BUDGET_BYTES among the image uploads in flight: each reserves
+// the memory its decode will hold (imaging.DecodeCost, from the header) before any pixel is
+// decoded, and keeps it until its request is answered, since the decoded image waits in the
+// queue and runs on the device. So a flood of decompression bombs, or of big photos, holds at
+// most the budget in pixels, whatever the queue size.
+type memBudget struct {
+	total int64
+
+	mu      sync.Mutex
+	used    int64
+	changed chan struct{} // closed and replaced on every release
+}
+
+// defaultImageMemoryBudget is IMAGE_MEMORY_BUDGET_BYTES's default, for settings built by hand.
+const defaultImageMemoryBudget = 512 << 20
+
+// imageBudgetWait is how long an upload waits for room in the budget before a 429.
+const imageBudgetWait = 10 * time.Second
+
+func newMemBudget(total int64) *memBudget {
+	if total <= 0 {
+		total = defaultImageMemoryBudget
+	}
+	return &memBudget{total: total, changed: make(chan struct{})}
+}
+
+// acquire reserves n bytes, waiting until they fit, ctx ends or imageBudgetWait passes. The
+// caller checks n <= total first; release gives the bytes back.
+func (b *memBudget) acquire(ctx context.Context, n int64) (release func(), err error) {
+	var timeout <-chan time.Time
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.total {
+			b.used += n
+			b.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { b.release(n) }) }, nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(imageBudgetWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-timeout:
+			return nil, &apiError{status: http.StatusTooManyRequests, retryAfter: time.Second,
+				msg: "IMAGE_MEMORY_BUDGET_BYTES is taken by the images of other requests in flight; try again shortly"}
+		}
+	}
+}
+
+// gcAfter: releasing at least this much runs the garbage collector before the waiters are
+// woken, so the next decode reuses the freed pixels' memory instead of growing the heap to
+// twice the budget while they wait to be collected.
+const gcAfter = 64 << 20
+
+func (b *memBudget) release(n int64) {
+	if n >= gcAfter {
+		runtime.GC()
+	}
+	b.mu.Lock()
+	b.used -= n
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// inUse is the memory reserved now.
+func (b *memBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
