@@ -12,7 +12,10 @@
 #      compiled with -Wall -Wextra -Wpedantic -Werror (the SDK headers are -isystem), linked
 #      against the fake (CGO_LDFLAGS -L/-rpath);
 #   5. `go test -tags ttnn` of $CHECK_METAL_PKGS (default: ./ttnn/... ./cmd/...):
-#      the tests that open DEVICE_BACKEND=metal run the backend over the fake.
+#      the tests that open DEVICE_BACKEND=metal run the backend over the fake;
+#   6. scripts/check-metal-mutants.sh: three deliberate mistakes in patched copies of
+#      ttb_metal.cc (wrong argument type, a freed tensor reused, a tensor on the wrong submesh)
+#      must be caught by the compiler or by the fake.
 #
 # Without ../shared/tt-mlir-sdk it says so and exits 0 — except under CI=true, where a missing
 # SDK or a tool that cannot be installed fails the run. TT_MLIR_SDK overrides the SDK path;
@@ -84,4 +87,6 @@ else
 	# shellcheck disable=SC2086
 	nice -n 10 go test -tags ttnn -count=1 -timeout 15m $pkgs
 fi
+echo "== check-metal: deliberate mistakes in copies of the backend must be caught"
+nice -n 10 scripts/check-metal-mutants.sh "$build" "$sdk"
 echo "== check-metal: OK"
