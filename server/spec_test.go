@@ -87,13 +87,33 @@ func openAPIPath(ginPath string) string { return ginParam.ReplaceAllString(ginPa
 // specOperations are the "METHOD path" entries of the spec mounted for the services given
 // (operations without x-tt-service are mounted for every service).
 func specOperations(doc *openapi3.T, services ...runners.Service) []string {
+	return specOperationsFor(doc, runners.RunnerSDXL, services...)
+}
+
+// specOperationsFor is specOperations with imageRunner as the image family's runner: an
+// operation with x-tt-runners is mounted only for those runners, and an image-input runner
+// (image-to-image, edits) mounts only its own image operations.
+func specOperationsFor(doc *openapi3.T, imageRunner string, services ...runners.Service) []string {
+	_, inputRunner := imageInputRoutes[imageRunner]
 	var out []string
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			svc, _ := op.Extensions["x-tt-service"].(string)
-			if svc == "" || slices.Contains(services, runners.Service(svc)) {
-				out = append(out, method+" "+path)
+			if svc != "" && !slices.Contains(services, runners.Service(svc)) {
+				continue
 			}
+			if svc == string(runners.ServiceImage) {
+				var only []string
+				if raw, ok := op.Extensions["x-tt-runners"].([]any); ok {
+					for _, r := range raw {
+						only = append(only, fmt.Sprint(r))
+					}
+				}
+				if (only != nil && !slices.Contains(only, imageRunner)) || (only == nil && inputRunner) {
+					continue
+				}
+			}
+			out = append(out, method+" "+path)
 		}
 	}
 	sort.Strings(out)
@@ -130,6 +150,15 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 		t.Run(fmt.Sprint(services), func(t *testing.T) {
 			s := specTestServer(&fakeSched{ready: true}, services...)
 			require.Equal(t, specOperations(doc, services...), routerOperations(s))
+		})
+	}
+	for _, runner := range []string{runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit} {
+		t.Run(runner, func(t *testing.T) {
+			s := New(Deps{Settings: testSettings(), Pools: []Pool{{Service: runners.ServiceImage, Runner: runner, Sched: &fakeSched{ready: true}}},
+				Sched: &fakeSched{ready: true}, Metrics: metrics.New()})
+			ops := routerOperations(s)
+			require.Equal(t, specOperationsFor(doc, runner, runners.ServiceImage), ops)
+			require.NotContains(t, ops, "POST /v1/images/generations")
 		})
 	}
 }
