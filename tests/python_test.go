@@ -60,6 +60,7 @@ func pythonEnv(t *testing.T, env map[string]string) map[string]string {
 	out["DEVICE_BACKEND"] = "python"
 	out["PYTHON_EXECUTABLE"] = pythonExe
 	out["PYTHON_RUNNER_PATH"] = filepath.Join(repoRoot, "workers", "python", "fakes")
+	out["PYTHONDONTWRITEBYTECODE"] = "1"
 	if _, ok := out["DEVICE_IDS"]; !ok {
 		n := 2 // serverEnv's MOCK_DEVICES_COUNT
 		if v, err := strconv.Atoi(out["MOCK_DEVICES_COUNT"]); err == nil {

@@ -162,8 +162,12 @@ func TestGoSDK(t *testing.T) {
 	})
 
 	t.Run("transcriptions text srt vtt", func(t *testing.T) {
+		text := "[simulated transcription" // the Go mock's words
+		if backend == "python" {
+			text = "Python fake transcription" // workers/python/fakes' whisper runner
+		}
 		for format, prefix := range map[openai.AudioResponseFormat]string{
-			openai.AudioResponseFormatText: "[simulated transcription",
+			openai.AudioResponseFormatText: text,
 			openai.AudioResponseFormatSRT:  "1\n00:00:0",
 			openai.AudioResponseFormatVTT:  "WEBVTT\n\n00:00:0",
 		} {

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The suites that run on Python workers (DEVICE_BACKEND=python, hosting the fake runners of
+# workers/python/fakes): the SDK conformance suites (official openai-go and openai npm clients,
+# tests/sdk) with every server on Python workers, plus the Python-worker end-to-end tests and
+# protocol tests that `go test ./...` already runs. CI runs it after go test (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-python-worker-deps.sh
+TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" ./tests/sdk/
+go test -count=1 "$@" -run 'Python|ImageStream' ./tests/ ./runners/procrunner/
