@@ -93,6 +93,11 @@ ENV TT_MLIR_HOME=${TT_MLIR_HOME} \
     SERVICE_HOST=0.0.0.0 \
     SERVICE_PORT=8000 \
     DEFAULT_THROTTLE_LEVEL=5
+# ffmpeg decodes M4A/MP4 (AAC) and non-Opus WebM uploads (media/audio); every other audio
+# format decodes in Go. Without it those uploads get 415 naming ffmpeg.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ffmpeg \
+    && rm -rf /var/lib/apt/lists/*
 RUN useradd --uid "${APP_UID}" --create-home --shell /usr/sbin/nologin tt-media \
     && mkdir -p /app \
     && chown tt-media /app
