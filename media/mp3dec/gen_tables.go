@@ -163,11 +163,16 @@ func main() {
 		if h.empty || h.same >= 0 {
 			continue
 		}
-		p("var isoHuffman%d = []huffCode{\n", n)
-		for _, c := range h.codes {
-			p("\t{0x%02x, %d, 0b%s},\n", c.val, len(c.bits), c.bits)
+		p("var isoHuffman%d = []huffCode{", n)
+		for i, c := range h.codes {
+			if i%6 == 0 {
+				p("\n\t")
+			} else {
+				p(" ")
+			}
+			p("{0x%02x, %d, 0b%s},", c.val, len(c.bits), c.bits)
 		}
-		p("}\n\n")
+		p("\n}\n\n")
 	}
 	p("// isoSfBands holds the scale-factor band boundaries (long, short) of ISO/IEC 11172-3 Table B.8\n")
 	p("// [0][rate index] (44.1, 48, 32 kHz) and ISO/IEC 13818-3 Table B.2 [1][rate index] (22.05, 24, 16 kHz).\n")
@@ -198,8 +203,8 @@ func main() {
 	p("}\n\n")
 	p("// isoSynthWindow is ISO/IEC 11172-3 Table B.3, the coefficients D[i] of the synthesis window.\n")
 	p("var isoSynthWindow = [512]float32{\n")
-	for i := 0; i < 512; i += 4 {
-		p("\t%s, %s, %s, %s,\n", window[i], window[i+1], window[i+2], window[i+3])
+	for i := 0; i < 512; i += 8 {
+		p("\t%s,\n", strings.Join(window[i:i+8], ", "))
 	}
 	p("}\n")
 	src, err := format.Source(b.Bytes())
