@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners/programs"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 // MODEL_RUNNER names of the Python server.
@@ -51,10 +53,15 @@ type Device struct {
 	Fabric1D bool
 }
 
-// Program is one device program of a model's contract.
+// Program is one device program of a model's contract. Its declaration — mesh, batch, every
+// function's tensors — is in runners/programs (Contract).
 type Program struct {
 	Name string
 }
+
+// Contract returns the program's declaration (runners/programs), which both backends check a
+// loaded program against.
+func (p Program) Contract() (ttnn.ProgramSpec, bool) { return programs.Lookup(p.Name) }
 
 // Simulation is how simulated device time maps onto the MOCK_* latency settings: the
 // simulator runs each program with its manifest's own latency, scaled so that one unit of

@@ -1,0 +1,138 @@
+// Package programs is the device-program contract of every model: each program a runner loads
+// (its name, the mesh and batch it is compiled for, and every function's inputs and outputs with
+// dtype, shape and layout) declared once. The catalogue (runners.Model.Programs) names them;
+// both backends check a loaded program against its declaration (ttnn.ProgramSpec.Check): the
+// simulator manifests (ttnn/programs, runners/diffusion/pipeline/programs) are verified against
+// it by this package's tests, and the metal backend's .ttnn files — <MODEL_WEIGHTS_PATH>/<name>.ttnn,
+// one file per program, all its functions inside (docs/DEVICE-PROGRAMS.md) — when a runner loads them.
+package programs
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+func t(name string, dt ttnn.DType, l ttnn.Layout, shape ...int) ttnn.TensorSpec {
+	return ttnn.TensorSpec{TensorDesc: ttnn.TensorDesc{Name: name, DType: dt, Shape: shape}, Layout: l, Placement: ttnn.DRAM}
+}
+
+func fn(name string, ins []ttnn.TensorSpec, outs ...ttnn.TensorSpec) ttnn.FunctionSpec {
+	return ttnn.FunctionSpec{Name: name, Inputs: ins, Outputs: outs}
+}
+
+func in(ts ...ttnn.TensorSpec) []ttnn.TensorSpec { return ts }
+
+const (
+	bf16, f32, u32, i32 = ttnn.BF16, ttnn.F32, ttnn.U32, ttnn.I32
+	tile, rm            = ttnn.Tile, ttnn.RowMajor
+)
+
+var (
+	m11 = ttnn.MeshShape{Rows: 1, Cols: 1}
+	m24 = ttnn.MeshShape{Rows: 2, Cols: 4}
+)
+
+// whisperStep is the Whisper large-v3 decoder step of batch b: one token and position per row,
+// one encoder-states input per row (batch 1: "encoder_hidden_states").
+func whisperStep(b int) ttnn.ProgramSpec {
+	name, ins := "whisper-decoder-step", in(t("input_ids", u32, rm, b, 1), t("position", u32, rm, b))
+	if b > 1 {
+		name = fmt.Sprintf("whisper-decoder-step-b%d", b)
+		for r := range b {
+			ins = append(ins, t(fmt.Sprintf("encoder_hidden_states_%d", r), bf16, tile, 1, 1500, 1280))
+		}
+	} else {
+		ins = append(ins, t("encoder_hidden_states", bf16, tile, 1, 1500, 1280))
+	}
+	return ttnn.ProgramSpec{Name: name, Mesh: m11, Batch: b,
+		Functions: []ttnn.FunctionSpec{fn("step", ins, t("logits", f32, rm, b, 1, 51866))}}
+}
+
+func sdxlUNet(name string, latentChannels int) ttnn.ProgramSpec {
+	return ttnn.ProgramSpec{Name: name, Mesh: m11, Batch: 2, Functions: []ttnn.FunctionSpec{fn("forward",
+		in(t("sample", bf16, tile, 2, latentChannels, 128, 128), t("timestep", f32, rm, 1),
+			t("encoder_hidden_states", bf16, tile, 2, 77, 2048), t("text_embeds", bf16, tile, 2, 1280),
+			t("time_ids", f32, rm, 2, 6), t("weights", u32, rm, 8)),
+		t("noise_pred", bf16, tile, 2, 4, 128, 128))}}
+}
+
+var all = []ttnn.ProgramSpec{
+	// ResNet-50 (tt-xla-resnet and the other CNN names): a device batch of 16 224x224 images.
+	{Name: "resnet50", Mesh: m11, Batch: 16, Functions: []ttnn.FunctionSpec{
+		fn("forward", in(t("pixel_values", bf16, tile, 16, 3, 224, 224)), t("logits", f32, rm, 16, 1000))}},
+	// SDXL: CLIP-L and OpenCLIP-bigG text encoders (negative and positive prompt), the UNet step
+	// (classifier-free guidance pair), the VAE decoder and encoder, the inpainting UNet, LoRA fuse.
+	{Name: "sdxl-text-encoder", Mesh: m11, Batch: 2, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_ids", i32, rm, 2, 77)), t("hidden_states", bf16, tile, 2, 77, 768))}},
+	{Name: "sdxl-text-encoder-2", Mesh: m11, Batch: 2, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_ids", i32, rm, 2, 77)), t("hidden_states", bf16, tile, 2, 77, 1280), t("text_embeds", bf16, tile, 2, 1280))}},
+	sdxlUNet("sdxl-unet", 4),
+	sdxlUNet("sdxl-inpaint-unet", 9),
+	{Name: "sdxl-vae", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{
+		fn("decode", in(t("latents", bf16, tile, 1, 4, 128, 128)), t("image", bf16, tile, 1, 3, 1024, 1024))}},
+	{Name: "sdxl-vae-encoder", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("image", bf16, tile, 1, 3, 1024, 1024)), t("latent_dist", bf16, tile, 1, 8, 128, 128))}},
+	{Name: "sdxl-lora-fuse", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{
+		fn("fuse", in(t("weights", u32, rm, 8), t("lora", bf16, rm, 65536), t("scale", f32, rm, 1)), t("weights", u32, rm, 8))}},
+	// SD3.5 Large on a 2x4 mesh (T3K): CLIP-L, CLIP-G and T5-XXL encoders, the MMDiT step, VAE.
+	{Name: "sd35-text-encoder", Mesh: m24, Batch: 2, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_ids", i32, rm, 2, 77)), t("hidden_states", bf16, tile, 2, 77, 768), t("text_embeds", bf16, tile, 2, 768))}},
+	{Name: "sd35-text-encoder-2", Mesh: m24, Batch: 2, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_ids", i32, rm, 2, 77)), t("hidden_states", bf16, tile, 2, 77, 1280), t("text_embeds", bf16, tile, 2, 1280))}},
+	{Name: "sd35-text-encoder-3", Mesh: m24, Batch: 2, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_ids", i32, rm, 2, 256)), t("hidden_states", bf16, tile, 2, 256, 4096))}},
+	{Name: "sd35-transformer", Mesh: m24, Batch: 2, Functions: []ttnn.FunctionSpec{
+		fn("forward", in(t("hidden_states", bf16, tile, 2, 16, 128, 128), t("timestep", f32, rm, 1),
+			t("encoder_hidden_states", bf16, tile, 2, 333, 4096), t("pooled_projections", bf16, tile, 2, 2048)),
+			t("sample", bf16, tile, 2, 16, 128, 128))}},
+	{Name: "sd35-vae", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+		fn("decode", in(t("latents", bf16, tile, 1, 16, 128, 128)), t("image", bf16, tile, 1, 3, 1024, 1024))}},
+	// Whisper large-v3: the encoder (one 30 s window of 128 mel bins) and the decoder step at
+	// batch 1, 2 and 4.
+	{Name: "whisper-encoder", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_features", bf16, tile, 1, 128, 3000)), t("encoder_hidden_states", bf16, tile, 1, 1500, 1280))}},
+	whisperStep(1), whisperStep(2), whisperStep(4),
+}
+
+// Lookup returns the declaration of a program.
+func Lookup(name string) (ttnn.ProgramSpec, bool) {
+	for _, p := range all {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return ttnn.ProgramSpec{}, false
+}
+
+// All returns every declared program, by name.
+func All() []ttnn.ProgramSpec {
+	out := append([]ttnn.ProgramSpec(nil), all...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// MetalPath is where the metal backend finds a program: <MODEL_WEIGHTS_PATH>/<name>.ttnn.
+func MetalPath(weights, name string) string { return filepath.Join(weights, name+".ttnn") }
+
+// Load loads the declared program name from path onto dev and checks it against its
+// declaration; a mismatch is one line naming the program, the function, the tensor and the
+// difference (wrapping ttnn.ErrContract).
+func Load(ctx context.Context, dev *ttnn.Device, name, path string) (*ttnn.Program, error) {
+	spec, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("program %s: not declared in runners/programs", name)
+	}
+	p, err := dev.LoadProgram(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: load %s: %w", name, path, err)
+	}
+	if err := spec.Check(path, p.Functions()); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
+}
