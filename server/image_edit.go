@@ -8,6 +8,7 @@ package server
 // HEAD's dialect only.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -56,6 +57,20 @@ type imageInputRoute struct {
 var imageInputRoutes = map[string]imageInputRoute{
 	runners.RunnerSDXLImg2Img: {v1: "/v1/images/image-to-image", legacy: "/image/image-to-image"},
 	runners.RunnerSDXLEdit:    {v1: "/v1/images/edits", legacy: "/image/edits", edit: true},
+}
+
+// reserveImage reserves an upload's decode memory from IMAGE_MEMORY_BUDGET_BYTES (measured from
+// its header, before any pixel is decoded), as the CNN route does; release it after the answer.
+func (s *Server) reserveImage(ctx context.Context, field string, data []byte) (func(), error) {
+	cost, err := imaging.DecodeCost(data)
+	if err != nil {
+		return nil, fieldImageErr(field, err)
+	}
+	if cost > s.imageMem.total {
+		return nil, &inputError{field: field, status: http.StatusRequestEntityTooLarge,
+			msg: fmt.Sprintf("%s: %v: decoding it would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", field, imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20)}
+	}
+	return s.imageMem.acquire(ctx, cost)
 }
 
 // decodeInputImage decodes the request's image through media/imaging's entry point (its pixel
@@ -161,10 +176,12 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 			s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
 			return
 		}
-		if err := s.imageInputs(&req.ImageRequest, "image", imgB64, hasImg, "mask", maskB64, hasMask, false); err != nil {
+		release, err := s.imageInputs(c.Request.Context(), &req.ImageRequest, "image", imgB64, hasImg, "mask", maskB64, hasMask, false)
+		if err != nil {
 			s.failField(c, err, false)
 			return
 		}
+		defer release()
 		if err := s.resolveLoRA(&req.ImageRequest); err != nil {
 			s.fail(c, err)
 			return
@@ -182,29 +199,60 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 	}
 }
 
-// imageInputs decodes the base64 image and mask of a Python-dialect request into req.
-func (s *Server) imageInputs(req *runners.ImageRequest, imgField, imgB64 string, hasImg bool, maskField, maskB64 string, hasMask, alphaMarks bool) error {
+// imageInputs decodes the base64 image and mask of a Python-dialect request into req; release
+// returns their decode memory to the budget (call it after the answer).
+func (s *Server) imageInputs(ctx context.Context, req *runners.ImageRequest, imgField, imgB64 string, hasImg bool, maskField, maskB64 string, hasMask, alphaMarks bool) (release func(), err error) {
 	if !hasImg {
-		return &inputError{field: imgField, status: http.StatusBadRequest, msg: imgField + " is required"}
+		return nil, &inputError{field: imgField, status: http.StatusBadRequest, msg: imgField + " is required"}
 	}
 	raw, err := decodeBase64(imgB64)
 	if err != nil {
-		return &inputError{field: imgField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", imgField, err)}
+		return nil, &inputError{field: imgField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", imgField, err)}
 	}
-	img, err := decodeInputImage(imgField, raw)
+	var mraw []byte
+	if hasMask {
+		if mraw, err = decodeBase64(maskB64); err != nil {
+			return nil, &inputError{field: maskField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", maskField, err)}
+		}
+	}
+	return s.decodeInputs(ctx, req, raw, mraw, hasMask, alphaMarks)
+}
+
+// decodeInputs reserves the image's (and mask's) decode memory, decodes them into req and
+// returns the release of the reservations.
+func (s *Server) decodeInputs(ctx context.Context, req *runners.ImageRequest, img, mask []byte, hasMask, alphaMarks bool) (_ func(), err error) {
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	r, err := s.reserveImage(ctx, "image", img)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.InitImage = img
+	releases = append(releases, r)
+	rgb, err := decodeInputImage("image", img)
+	if err != nil {
+		return nil, err
+	}
+	req.InitImage = rgb
 	if !hasMask {
-		return nil
+		return release, nil
 	}
-	mraw, err := decodeBase64(maskB64)
-	if err != nil {
-		return &inputError{field: maskField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", maskField, err)}
+	if r, err = s.reserveImage(ctx, "mask", mask); err != nil {
+		return nil, err
 	}
-	req.Mask, err = decodeMask(maskField, mraw, img, alphaMarks)
-	return err
+	releases = append(releases, r)
+	if req.Mask, err = decodeMask("mask", mask, rgb, alphaMarks); err != nil {
+		return nil, err
+	}
+	return release, nil
 }
 
 // openAIEditSizes are the sizes the SDXL image-input runners produce ("auto" is that size).
@@ -377,18 +425,12 @@ func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTabl
 			s.failOpenAI(c, err)
 			return
 		}
-		rgb, err := decodeInputImage("image", img)
+		release, err := s.decodeInputs(c.Request.Context(), &req.imageRequest.ImageRequest, img, mask, mask != nil, true)
 		if err != nil {
 			s.failField(c, err, true)
 			return
 		}
-		req.InitImage = rgb
-		if mask != nil {
-			if req.Mask, err = decodeMask("mask", mask, rgb, true); err != nil {
-				s.failField(c, err, true)
-				return
-			}
-		}
+		defer release()
 		images, err := s.generateWith(c.Request.Context(), &req.imageRequest, req.encoder())
 		if err != nil {
 			s.failOpenAI(c, err)
