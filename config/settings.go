@@ -108,6 +108,15 @@ type Settings struct {
 	// torchvision-on-PIL; docs/ARCHITECTURE.md gives the measured difference.
 	CNNFastPreprocess bool
 
+	// HEAD's settings (config/head.go): the Python server's after the seed.
+	NoAuth            bool           // NO_AUTH: no credential is needed on the API routes
+	ServedModelName   string         // SERVED_MODEL_NAME: the model id /v1/models lists first
+	RequestTimeoutSet bool           // REQUEST_PROCESSING_TIMEOUT_SECONDS was set (it then is InferenceTimeout)
+	AudioLanguage     string         // AUDIO_LANGUAGE, default "English": the Python dialect's transcription language
+	AudioTask         string         // AUDIO_TASK: transcribe (default) or translate; the legacy audio route's task and path
+	SDXLResolution    int            // SDXL_IMAGE_RESOLUTION: 1024 (default) or 512, square
+	Canary            CanarySettings // CANARY_*: the canary health monitor
+
 	// Audio.
 	MaxAudioDuration                  float64 // MAX_AUDIO_DURATION_SECONDS (60)
 	MaxAudioDurationWithPreprocessing float64 // MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS (300)
@@ -193,7 +202,7 @@ func (s *Settings) Redacted() map[string]any {
 	for i, g := range s.DeviceGroups {
 		groups[i] = g.ID
 	}
-	return map[string]any{
+	m := map[string]any{
 		"MOCK_MODE":                         s.Mock,
 		"MODEL_RUNNER":                      s.ModelRunner,
 		"MODEL_SERVICE":                     s.Service(),
@@ -270,4 +279,6 @@ func (s *Settings) Redacted() map[string]any {
 		"SD_3_5_BASE":                                   s.SD35Base,
 		"SD_3_5_FAST":                                   s.SD35Fast,
 	}
+	s.headRedacted(m)
+	return m
 }

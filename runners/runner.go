@@ -149,6 +149,21 @@ type AudioRequest struct {
 	Task        string
 	Prompt      string
 	Temperature float64
+	// Decode are the Python server's (HEAD) Whisper decoding fields.
+	Decode DecodeOptions
+}
+
+// DecodeOptions are HEAD's Whisper decoding fields (AudioProcessingRequest). The zero value
+// keeps the runner's defaults: the fallback schedule from Temperature, whisper's thresholds.
+type DecodeOptions struct {
+	// Temperatures, when not empty, is the whole fallback schedule (HEAD's temperatures),
+	// tried in order; it replaces the schedule built from Temperature.
+	Temperatures []float64
+	// CompressionRatioThreshold, LogprobThreshold and NoSpeechThreshold replace whisper's
+	// 2.4, -1.0 and 0.6 when set.
+	CompressionRatioThreshold *float64
+	LogprobThreshold          *float64
+	NoSpeechThreshold         *float64
 }
 
 // TranscriptionSegment is one speech segment of a transcription (the Python server's

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,16 +30,37 @@ const (
 
 const audioContentTypeMsg = "Use either multipart/form-data with file upload or application/json with AudioTranscriptionRequest"
 
-// audioUpload is a parsed POST /audio/transcriptions request before decoding.
+// audioUpload is a parsed Python-dialect transcription request before decoding: HEAD's
+// AudioProcessingRequest.
 type audioUpload struct {
 	file          []byte
 	stream        bool
 	preprocessing bool
+	// HEAD's fields. responseFormat is json, verbose_json (the default) or text.
+	responseFormat   string
+	temperatures     []float64
+	compression      float64
+	logprob          float64
+	noSpeech         float64
+	returnTimestamps bool
+	prompt           string
 }
 
-// parseAudioUpload reads multipart (file, stream, is_preprocessing_enabled) or JSON
-// {"file": base64, "stream", "is_preprocessing_enabled"}, as the Python server does.
-// pre, when not nil, is the JSON body already decoded (by the dialect check).
+// HEAD's AudioProcessingRequest defaults.
+const (
+	defaultCompressionRatioThreshold = 2.4
+	defaultLogprobThreshold          = -2.0 // HEAD's; whisper's transcribe() has -1.0
+	defaultNoSpeechThreshold         = 0.6
+	// maxTemperatures bounds the temperatures list (whisper's own schedule has 6).
+	maxTemperatures = 20
+)
+
+// pythonAudioFormats are HEAD's audio response formats.
+var pythonAudioFormats = []string{"json", "verbose_json", "text"}
+
+// parseAudioUpload reads HEAD's AudioProcessingRequest: multipart (a file part and the fields
+// as form values) or JSON with the file base64-encoded in "file". pre, when not nil, is the
+// JSON body already decoded (by the dialect check).
 func parseAudioUpload(r *http.Request, pre *body) (*audioUpload, error) {
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch {
@@ -56,9 +79,7 @@ func parseAudioUpload(r *http.Request, pre *body) (*audioUpload, error) {
 		}
 		up := &audioUpload{}
 		file, ok := b.str("file", true)
-		up.stream = b.bool("stream", false)
-		up.preprocessing = b.bool("is_preprocessing_enabled", true)
-		if err := b.err(); err != nil {
+		if err := readAudioFields(b, up); err != nil {
 			return nil, err
 		}
 		if ok {
@@ -73,41 +94,124 @@ func parseAudioUpload(r *http.Request, pre *body) (*audioUpload, error) {
 	}
 }
 
+// readAudioFields reads every field but the file, with the lax rules of body (form values
+// are strings, which the same readers parse), and checks them. perform_diarization=true is
+// refused: no diarization model runs here.
+func readAudioFields(b *body, up *audioUpload) error {
+	up.stream = b.bool("stream", false)
+	up.preprocessing = b.bool("is_preprocessing_enabled", true)
+	up.responseFormat = "verbose_json"
+	if v, ok := b.str("response_format", false); ok && v != "" {
+		f := strings.ToLower(strings.TrimSpace(v))
+		if slices.Contains(pythonAudioFormats, f) {
+			up.responseFormat = f
+		} else {
+			b.add("enum", []any{"response_format"}, "Input should be 'json', 'verbose_json' or 'text'", v,
+				map[string]any{"expected": "'json', 'verbose_json' or 'text'"})
+		}
+	}
+	diarize := b.bool("perform_diarization", false)
+	up.temperatures = readTemperatures(b)
+	up.compression = optFloat(b, "compression_ratio_threshold", defaultCompressionRatioThreshold)
+	up.logprob = optFloat(b, "logprob_threshold", defaultLogprobThreshold)
+	up.noSpeech = optFloat(b, "no_speech_threshold", defaultNoSpeechThreshold)
+	up.returnTimestamps = b.bool("return_timestamps", false)
+	up.prompt, _ = b.strMax("prompt", false, maxPromptChars)
+	if err := b.err(); err != nil {
+		return err
+	}
+	if diarize {
+		return httpErr(http.StatusBadRequest, "perform_diarization: speaker diarization is not available on this "+
+			"server (no diarization model is loaded); send perform_diarization=false (pre-processing still splits the "+
+			"audio at pauses, labelling every segment SPEAKER_00)")
+	}
+	return nil
+}
+
+func optFloat(b *body, name string, def float64) float64 {
+	if v := b.float(name, false); v != nil {
+		return *v
+	}
+	return def
+}
+
+// readTemperatures reads HEAD's temperatures: a number, a list of numbers, or a string of
+// comma-separated numbers (the multipart form's spelling); absent, null or "" is HEAD's
+// default 0.0 (one greedy pass, no fallback). Each must be in [0, 1].
+func readTemperatures(b *body) []float64 {
+	const name = "temperatures"
+	v, ok := b.value(name)
+	if !ok || v == nil || v == "" {
+		return []float64{0}
+	}
+	bad := func() []float64 {
+		b.add("value_error", []any{name}, "Value error, Invalid temperatures format. Use comma-separated floats.", v, map[string]any{"error": map[string]any{}})
+		return nil
+	}
+	var items []any
+	switch x := v.(type) {
+	case []any:
+		items = x
+	case string:
+		for _, f := range strings.Split(x, ",") {
+			items = append(items, strings.TrimSpace(f))
+		}
+	default:
+		items = []any{x}
+	}
+	if len(items) == 0 || len(items) > maxTemperatures {
+		return bad()
+	}
+	out := make([]float64, 0, len(items))
+	for _, it := range items {
+		if _, isBool := it.(bool); isBool {
+			return bad()
+		}
+		n := len(b.errs)
+		f, ok := b.toFloat([]any{name}, it)
+		if !ok {
+			b.errs = b.errs[:n]
+			return bad()
+		}
+		if f < 0 || f > 1 {
+			b.add("value_error", []any{name}, fmt.Sprintf("Value error, temperatures must be between 0 and 1, got %g", f), v, map[string]any{"error": map[string]any{}})
+			return nil
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error) {
 	if boundary == "" {
 		return nil, httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
-	up := &audioUpload{preprocessing: true}
+	up := &audioUpload{}
 	gotFile := false
-	var formErrs []fieldError
+	// The form values, as JSON strings, so that readAudioFields reads them as it reads JSON.
+	b := &body{raw: map[string]json.RawMessage{}, input: map[string]any{}}
 	tooMany := func() error {
 		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
 	}
-	err := readForm(r.Body, boundary, maxMultipartParts, maxFormFieldBytes, tooMany, func(name string, v []byte) error {
-		switch name {
-		case "file":
+	err := readForm(r.Body, boundary, maxMultipartParts, maxOpenAIFieldBytes, tooMany, func(name string, v []byte) error {
+		if name == "file" {
 			up.file, gotFile = v, true
-		case "stream", "is_preprocessing_enabled":
-			b, ok := parseLaxBool(string(v))
-			if !ok || len(v) > maxFormFieldBytes {
-				formErrs = append(formErrs, fieldError{Type: "bool_parsing", Loc: []any{"body", name},
-					Msg: "Input should be a valid boolean, unable to interpret input", Input: string(v)})
-				return nil
-			}
-			if name == "stream" {
-				up.stream = b
-			} else {
-				up.preprocessing = b
-			}
+			return nil
 		}
-		// Unknown form fields are ignored, as FastAPI does.
+		if len(v) > maxOpenAIFieldBytes {
+			return httpErr(http.StatusBadRequest, "form field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
+		}
+		// Unknown form fields are ignored, as FastAPI does (OpenAI's were refused by the
+		// dialect check).
+		raw, _ := json.Marshal(string(v))
+		b.raw[name] = raw
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(formErrs) > 0 {
-		return nil, &validationError{items: formErrs}
+	if err := readAudioFields(b, up); err != nil {
+		return nil, err
 	}
 	if !gotFile {
 		return nil, httpErr(http.StatusBadRequest, audioContentTypeMsg)
@@ -194,9 +298,16 @@ func (s *Server) handleAudio(c *gin.Context, task string) {
 		s.fail(c, err)
 		return
 	}
+	// HEAD: the language is AUDIO_LANGUAGE, the task the route's (AUDIO_TASK on the legacy
+	// path), the decoding fields the request's.
+	req.Language = s.audioLanguage
 	if task != taskTranscribe {
 		req.Task = task
 	}
+	req.Prompt = up.prompt
+	compression, logprob, noSpeech := up.compression, up.logprob, up.noSpeech
+	req.Decode = runners.DecodeOptions{Temperatures: up.temperatures, CompressionRatioThreshold: &compression,
+		LogprobThreshold: &logprob, NoSpeechThreshold: &noSpeech}
 	start := time.Now()
 	if !req.Stream {
 		v, err := s.transcribe(c, req, nil)
@@ -204,13 +315,45 @@ func (s *Server) handleAudio(c *gin.Context, task string) {
 			s.fail(c, err)
 			return
 		}
+		res, ok := v.(*runners.TranscriptionResult)
+		if !ok || res == nil {
+			s.fail(c, fmt.Errorf("runner returned %T instead of a transcription", v))
+			return
+		}
 		s.countTranscribed(req, start)
-		writeJSON(c, http.StatusOK, v)
+		if up.responseFormat == "text" {
+			c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(res.Text))
+			return
+		}
+		writeJSON(c, http.StatusOK, pythonTranscript(res, up.returnTimestamps))
 		return
 	}
-	if s.streamTranscription(c, req) {
+	if s.streamTranscription(c, req, up) {
 		s.countTranscribed(req, start)
 	}
+}
+
+// pythonTranscriptBody is the Python dialect's transcription: the seed's TranscriptionResponse
+// (text, task, language, duration, and segments, speaker_count, speakers with
+// pre-processing), plus HEAD's start and end (seconds of the first and last segment) when
+// return_timestamps is true. HEAD dropped task and language; they stay, as the seed's
+// clients read them and HEAD's ignore them.
+type pythonTranscriptBody struct {
+	*runners.TranscriptionResult
+	Start *float64 `json:"start,omitempty"`
+	End   *float64 `json:"end,omitempty"`
+}
+
+func pythonTranscript(res *runners.TranscriptionResult, timestamps bool) pythonTranscriptBody {
+	out := pythonTranscriptBody{TranscriptionResult: res}
+	if timestamps {
+		start, end := 0.0, res.Duration
+		if n := len(res.Segments); n > 0 {
+			start, end = res.Segments[0].StartTime, res.Segments[n-1].EndTime
+		}
+		out.Start, out.End = &start, &end
+	}
+	return out
 }
 
 func (s *Server) countTranscribed(req *runners.AudioRequest, start time.Time) {
@@ -269,12 +412,17 @@ func (s *Server) submitStreaming(ctx context.Context, svc runners.Service, req a
 // result. Errors before the first chunk get their proper status; an error after the stream
 // has started ends it with a {"detail", "status_code"} line instead of a silent cut.
 // It reports whether the transcription completed.
-func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) bool {
+func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest, up *audioUpload) bool {
 	started := false
+	text := up != nil && up.responseFormat == "text"
+	ctype := "application/x-ndjson"
+	if text {
+		ctype = "text/plain; charset=utf-8"
+	}
 	start := func() {
 		if !started {
 			started = true
-			c.Header("Content-Type", "application/x-ndjson")
+			c.Header("Content-Type", ctype)
 			c.Header("X-Content-Type-Options", "nosniff")
 			c.Status(http.StatusOK)
 		}
@@ -293,8 +441,17 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		return true
 	}
 	writeChunk := func(ch any) bool {
-		if tc, ok := ch.(runners.TranscriptChunk); ok && tc.Text == "" {
+		tc, isChunk := ch.(runners.TranscriptChunk)
+		if isChunk && tc.Text == "" {
 			return true // empty chunks are not sent, as in Python
+		}
+		if text && isChunk { // HEAD's text stream: each chunk's text and a newline
+			start()
+			if _, err := c.Writer.WriteString(tc.Text + "\n"); err != nil {
+				return false
+			}
+			c.Writer.Flush()
+			return true
 		}
 		return writeLine(ch)
 	}
@@ -315,5 +472,13 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest) 
 		writeLine(line)
 		return false
 	}
-	return writeLine(v)
+	res, ok := v.(*runners.TranscriptionResult)
+	switch {
+	case !ok || res == nil:
+		return writeLine(v)
+	case text: // HEAD's text stream ends with the last chunk: no result object
+		start()
+		return true
+	}
+	return writeLine(pythonTranscript(res, up != nil && up.returnTimestamps))
 }

@@ -198,3 +198,71 @@ func TestAudioDialects(t *testing.T) {
 		})
 	}
 }
+
+func TestNoAuth(t *testing.T) {
+	cfg := testSettings()
+	cfg.NoAuth = true
+	h := New(Deps{Settings: cfg, Service: runners.ServiceImage, Sched: imageFake()}).Handler()
+	for _, path := range []string{"/image/generations", "/v1/images/generations"} {
+		for _, auth := range []string{"", "Bearer wrong"} {
+			req := httptest.NewRequest("POST", path, bytes.NewReader([]byte(`{"prompt":"a"}`)))
+			req.Header.Set("Content-Type", "application/json")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			require.Equal(t, 200, w.Code, "%s %q: %s", path, auth, w.Body.String())
+		}
+	}
+	req := httptest.NewRequest("GET", "/v1/models", nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.Equal(t, 200, w.Code)
+	// Without NO_AUTH the same requests are refused.
+	h = newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
+	req = httptest.NewRequest("POST", "/v1/images/generations", bytes.NewReader([]byte(`{"prompt":"a"}`)))
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.Equal(t, 401, w.Code)
+}
+
+func TestModelsServedNameAndSchema(t *testing.T) {
+	cfg := testSettings()
+	cfg.ServedModelName = "my-sdxl"
+	h := New(Deps{Settings: cfg, Service: runners.ServiceImage, Sched: imageFake()}).Handler()
+	req := httptest.NewRequest("GET", "/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer k")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.Equal(t, 200, w.Code)
+	var list struct {
+		Data []struct {
+			ID     string         `json:"id"`
+			Schema map[string]any `json:"schema"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &list))
+	require.Equal(t, "my-sdxl", list.Data[0].ID, "SERVED_MODEL_NAME is listed first")
+	ids := []string{}
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+		require.Equal(t, "ImageGenerateRequest", m.Schema["title"], m.ID)
+		props := m.Schema["properties"].(map[string]any)
+		for _, f := range []string{"prompt", "guidance_scale", "image_return_format", "image_quality", "number_of_images"} {
+			require.Contains(t, props, f)
+		}
+		require.Equal(t, []any{"prompt"}, m.Schema["required"])
+	}
+	require.Contains(t, ids, "tt-sdxl-trace", "the runner name stays listed, as HEAD's id")
+	// The served name is a model name OpenAI requests may use.
+	w = dialectReq(h, "/v1/images/generations", "application/json", []byte(`{"prompt":"a","model":"my-sdxl"}`))
+	require.Equal(t, 200, w.Code, w.Body.String())
+	// Audio models carry no schema.
+	h = newOpenAIServer(runners.ServiceAudio, "tt-whisper", audioFake(&runners.TranscriptionResult{}))
+	req = httptest.NewRequest("GET", "/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer k")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.NotContains(t, w.Body.String(), `"schema"`)
+}

@@ -8,6 +8,7 @@ package server
 // each parser.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -152,6 +153,12 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 	for _, p := range s.pools {
 		models := newModelTable(s.cfg, p.Runner, p.Service, time.Now())
 		all.ids = append(all.ids, models.ids...)
+		for id, schema := range models.schemas {
+			if all.schemas == nil {
+				all.schemas = map[string]json.RawMessage{}
+			}
+			all.schemas[id] = schema
+		}
 		switch p.Service {
 		case runners.ServiceImage:
 			if route, ok := imageInputRoutes[p.Runner]; ok {
@@ -180,7 +187,7 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 // request with its client the same way.
 func (s *Server) openaiAuth() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		client, err := s.auth.identify(c.GetHeader("Authorization"))
+		client, err := s.identify(c)
 		if err != nil {
 			c.Header("WWW-Authenticate", `Bearer realm="tt-media-server"`)
 			msg := "Incorrect API key provided. Send it as Authorization: Bearer <key>."
@@ -196,12 +203,14 @@ func (s *Server) openaiAuth() gin.HandlerFunc {
 	}
 }
 
-// openAIModel is OpenAI's Model object.
+// openAIModel is OpenAI's Model object, plus HEAD's "schema" on image models: the JSON Schema
+// of the Python dialect's request.
 type openAIModel struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	OwnedBy string          `json:"owned_by"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
 }
 
 // modelTable is the loaded model's names: the canonical id first (MODEL, or the Python
@@ -211,6 +220,8 @@ type openAIModel struct {
 type modelTable struct {
 	ids     []string
 	created int64
+	// schemas are the request schemas of image models, by id.
+	schemas map[string]json.RawMessage
 }
 
 // canonicalModel is the Python ModelNames entry per MODEL_RUNNER.
@@ -245,10 +256,22 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 			runners.ServiceCNN:   canonicalModel["tt-xla-resnet"],
 		}[svc]
 	}
+	served := ""
+	if runner == cfg.ModelRunner {
+		served = cfg.ServedModelName // SERVED_MODEL_NAME: listed first, accepted as a model name
+	}
 	t := &modelTable{created: loaded.Unix()}
-	for _, id := range append([]string{canon, runner, weights}, openAIAliases[svc]...) {
+	for _, id := range append([]string{served, canon, runner, weights}, openAIAliases[svc]...) {
 		if id != "" && !slices.Contains(t.ids, id) {
 			t.ids = append(t.ids, id)
+		}
+	}
+	if svc == runners.ServiceImage {
+		if schema, err := imageRequestSchema(); err == nil {
+			t.schemas = map[string]json.RawMessage{}
+			for _, id := range t.ids {
+				t.schemas[id] = schema
+			}
 		}
 	}
 	return t
@@ -263,7 +286,7 @@ func (t *modelTable) resolve(name string) error {
 }
 
 func (t *modelTable) model(id string) openAIModel {
-	return openAIModel{ID: id, Object: "model", Created: t.created, OwnedBy: "tenstorrent"}
+	return openAIModel{ID: id, Object: "model", Created: t.created, OwnedBy: "tenstorrent", Schema: t.schemas[id]}
 }
 
 // handleListModels serves GET /v1/models: the loaded model under each name it answers to.

@@ -17,6 +17,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -74,6 +75,9 @@ type Server struct {
 	conns   connTracker
 	// imageMem is IMAGE_MEMORY_BUDGET_BYTES, shared by the image uploads in flight.
 	imageMem *memBudget
+	// audioLanguage is AUDIO_LANGUAGE as a Whisper language code: the language of Python-dialect
+	// transcriptions ("" = detect, when the setting names no known language; cmd checks it).
+	audioLanguage string
 	// fanoutChunkSeconds bounds a fanned-out transcription's chunks (0: 30 s, Whisper's
 	// window); a seam for tests, which use shorter audio.
 	fanoutChunkSeconds float64
@@ -99,6 +103,13 @@ func New(d Deps) *Server {
 		idem:    newIdempotencyStore(),
 	}
 	s.imageMem = newMemBudget(d.Settings.ImageMemoryBudget)
+	if d.Settings.AudioLanguage != "" {
+		code, err := tokenizer.NormalizeLanguage(d.Settings.AudioLanguage)
+		if err != nil {
+			log.Error("AUDIO_LANGUAGE names no Whisper language; Python-dialect transcriptions detect it", "err", err)
+		}
+		s.audioLanguage = code
+	}
 	if len(s.pools) == 0 {
 		s.pools = []Pool{{Service: d.Service, Runner: d.Settings.ModelRunner, Sched: d.Sched}}
 	}
@@ -179,9 +190,14 @@ func (s *Server) routes() *gin.Engine {
 			r.POST("/image/generations", deprecated(v1), authed, limited, deadline, s.limitBody(maxJSONBody),
 				s.pythonOnly(imageGenerationsRule, v1), s.idempotency(), s.handleImage)
 		case runners.ServiceAudio:
-			const v1 = "/v1/audio/transcriptions"
-			r.POST("/audio/transcriptions", deprecated(v1), authed, limited, deadline, s.limitBody(s.maxAudioBody()),
-				s.pythonOnly(audioRule, v1), s.idempotency(), s.handlePythonAudio(taskTranscribe))
+			// AUDIO_TASK picks the legacy path, as HEAD mounts one of the two.
+			task, path := taskTranscribe, "/audio/transcriptions"
+			if s.cfg.AudioTask == taskTranslate {
+				task, path = taskTranslate, "/audio/translations"
+			}
+			v1 := "/v1" + path
+			r.POST(path, deprecated(v1), authed, limited, deadline, s.limitBody(s.maxAudioBody()),
+				s.pythonOnly(audioRule, v1), s.idempotency(), s.handlePythonAudio(task))
 		case runners.ServiceCNN:
 			// CNN has no OpenAI counterpart: /v1 serves the Python dialect only.
 			r.POST("/cnn/search-image", deprecated("/v1/cnn/search-image"), authed, limited, deadline,

@@ -5,6 +5,8 @@ package server
 
 import (
 	_ "embed"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -53,3 +55,27 @@ func (s *Server) handleOpenAPI(c *gin.Context) {
 	c.Header("Access-Control-Allow-Origin", "*") // a public description; lets other viewers load it
 	c.Data(http.StatusOK, "application/json", spec)
 }
+
+// imageRequestSchema is the JSON Schema of the Python dialect's image request
+// (components.schemas.ImageGenerateRequest of the spec, titled), which /v1/models shows as the
+// image models' "schema", as HEAD does with its pydantic model's model_json_schema().
+var imageRequestSchema = sync.OnceValues(func() (json.RawMessage, error) {
+	spec, err := openAPIJSON()
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, fmt.Errorf("read the spec's schemas: %w", err)
+	}
+	schema, ok := doc.Components.Schemas["ImageGenerateRequest"]
+	if !ok {
+		return nil, errors.New("the spec has no ImageGenerateRequest schema")
+	}
+	schema["title"] = "ImageGenerateRequest"
+	return json.Marshal(schema)
+})

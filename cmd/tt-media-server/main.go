@@ -21,6 +21,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
@@ -52,6 +53,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	settings, err := config.Load(".", mockMode)
 	if err != nil {
 		return err
+	}
+	// AUDIO_LANGUAGE must be a language Whisper knows (config cannot ask the tokenizer).
+	if _, err := tokenizer.NormalizeLanguage(settings.AudioLanguage); err != nil {
+		return fmt.Errorf("%w: AUDIO_LANGUAGE=%q: %w", config.ErrInvalid, settings.AudioLanguage, err)
 	}
 	log, closeLog, err := newLogger(settings, stderr)
 	if err != nil {

@@ -65,6 +65,11 @@ type wireAudioRequest struct {
 	Task        string     `json:"task"`
 	Prompt      string     `json:"prompt"`
 	Temperature float64    `json:"temperature"`
+	// HEAD's decoding fields (runners.DecodeOptions); absent: the runner's defaults.
+	Temperatures              []float64 `json:"temperatures,omitempty"`
+	CompressionRatioThreshold *float64  `json:"compression_ratio_threshold,omitempty"`
+	LogprobThreshold          *float64  `json:"logprob_threshold,omitempty"`
+	NoSpeechThreshold         *float64  `json:"no_speech_threshold,omitempty"`
 }
 
 type wireSpan struct {
@@ -426,7 +431,9 @@ func toWireJob(id uint64, t runners.Task) (wireJob, error) {
 			return j, errors.New("nil *runners.AudioRequest")
 		}
 		a := &wireAudioRequest{Samples: blob{Data: float32Bytes(r.Samples)}, SampleRate: r.SampleRate, Duration: r.Duration,
-			Stream: r.Stream, Language: r.Language, Task: r.Task, Prompt: r.Prompt, Temperature: r.Temperature}
+			Stream: r.Stream, Language: r.Language, Task: r.Task, Prompt: r.Prompt, Temperature: r.Temperature,
+			Temperatures: r.Decode.Temperatures, CompressionRatioThreshold: r.Decode.CompressionRatioThreshold,
+			LogprobThreshold: r.Decode.LogprobThreshold, NoSpeechThreshold: r.Decode.NoSpeechThreshold}
 		if r.Segments != nil {
 			a.Segments = make([]wireSpan, len(r.Segments))
 			for i, s := range r.Segments {
@@ -482,7 +489,9 @@ func (j wireJob) request() (any, error) {
 	case j.Audio != nil:
 		w := j.Audio
 		r := &runners.AudioRequest{SampleRate: w.SampleRate, Duration: w.Duration, Stream: w.Stream,
-			Language: w.Language, Task: w.Task, Prompt: w.Prompt, Temperature: w.Temperature}
+			Language: w.Language, Task: w.Task, Prompt: w.Prompt, Temperature: w.Temperature,
+			Decode: runners.DecodeOptions{Temperatures: w.Temperatures, CompressionRatioThreshold: w.CompressionRatioThreshold,
+				LogprobThreshold: w.LogprobThreshold, NoSpeechThreshold: w.NoSpeechThreshold}}
 		if w.Segments != nil {
 			r.Segments = make([]runners.Span, len(w.Segments))
 			for i, s := range w.Segments {

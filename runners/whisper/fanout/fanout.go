@@ -165,6 +165,7 @@ func makeChunk(req *runners.AudioRequest, rate int, start, end float64, segs []r
 		Task:        req.Task,
 		Prompt:      req.Prompt,
 		Temperature: req.Temperature,
+		Decode:      req.Decode,
 	}}
 }
 

@@ -26,6 +26,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
@@ -330,6 +331,29 @@ func (r *Runner) options(req *runners.AudioRequest) (transcribe.Options, error) 
 		return opts, &badRequest{fmt.Errorf("temperature %v not in [0, 1]", req.Temperature)}
 	}
 	opts.Temperatures = decoding.Temperatures(req.Temperature, 0.2)
+	if d := req.Decode; len(d.Temperatures) > 0 {
+		for _, t := range d.Temperatures {
+			if !(t >= 0 && t <= 1) {
+				return opts, &badRequest{fmt.Errorf("temperatures: %v not in [0, 1]", t)}
+			}
+		}
+		opts.Temperatures = slices.Clone(d.Temperatures)
+	}
+	for _, th := range []struct {
+		v   *float64
+		dst *float64
+	}{
+		{req.Decode.CompressionRatioThreshold, &opts.Thresholds.CompressionRatio},
+		{req.Decode.LogprobThreshold, &opts.Thresholds.LogProb},
+		{req.Decode.NoSpeechThreshold, &opts.Thresholds.NoSpeech},
+	} {
+		if th.v != nil {
+			if math.IsInf(*th.v, 0) || math.IsNaN(*th.v) {
+				return opts, &badRequest{fmt.Errorf("decoding threshold %v is not a finite number", *th.v)}
+			}
+			*th.dst = *th.v
+		}
+	}
 	opts.InitialPrompt = req.Prompt
 	return opts, nil
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -222,6 +224,8 @@ func TestRunnerBadRequests(t *testing.T) {
 		{"unknown task", runners.AudioRequest{Task: "summarize"}, "unknown task"},
 		{"temperature above 1", runners.AudioRequest{Temperature: 1.5}, "temperature 1.5"},
 		{"other sample rate", runners.AudioRequest{SampleRate: 8000}, "8000 Hz"},
+		{"temperatures entry above 1", runners.AudioRequest{Decode: runners.DecodeOptions{Temperatures: []float64{0, 1.2}}}, "temperatures: 1.2"},
+		{"infinite threshold", runners.AudioRequest{Decode: runners.DecodeOptions{LogprobThreshold: ptr(math.Inf(-1))}}, "not a finite number"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,4 +370,26 @@ func TestLoadTokenizerFromHFTokenizerJSON(t *testing.T) {
 	_, err = LoadTokenizer(t.TempDir(), 51866)
 	require.ErrorIs(t, err, ErrNoVocabulary)
 	require.ErrorContains(t, err, "neither multilingual.tiktoken nor tokenizer.json")
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// TestRunnerDecodeOptions: HEAD's temperatures and thresholds become the transcribe loop's
+// fallback schedule and thresholds; without them, whisper's defaults (the schedule from
+// temperature, 2.4 / -1.0 / 0.6).
+func TestRunnerDecodeOptions(t *testing.T) {
+	r := newRunner(t, nil)
+	opts, err := r.options(&runners.AudioRequest{Temperature: 0.2})
+	require.NoError(t, err)
+	require.InDeltaSlice(t, []float64{0.2, 0.4, 0.6, 0.8, 1.0}, opts.Temperatures, 1e-9)
+	require.Equal(t, decoding.DefaultThresholds(), opts.Thresholds)
+
+	req := &runners.AudioRequest{Temperature: 0.2, Decode: runners.DecodeOptions{Temperatures: []float64{0, 0.5},
+		CompressionRatioThreshold: ptr(2.0), LogprobThreshold: ptr(-2.0), NoSpeechThreshold: ptr(0.3)}}
+	opts, err = r.options(req)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 0.5}, opts.Temperatures)
+	require.Equal(t, decoding.Thresholds{CompressionRatio: 2.0, LogProb: -2.0, NoSpeech: 0.3}, opts.Thresholds)
+	opts.Temperatures[0] = 9 // the runner's copy, not the request's
+	require.Equal(t, 0.0, req.Decode.Temperatures[0])
 }
