@@ -21,8 +21,8 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
 )
