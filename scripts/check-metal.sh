@@ -11,7 +11,7 @@
 #   4. `go vet` and `go build` of the whole module with -tags ttnn, the metal backend's C++
 #      compiled with -Wall -Wextra -Wpedantic -Werror (the SDK headers are -isystem), linked
 #      against the fake (CGO_LDFLAGS -L/-rpath);
-#   5. `go test -tags ttnn` of $CHECK_METAL_PKGS (default: ./ttnn/... ./cmd/...):
+#   5. `go test -tags ttnn` of $CHECK_METAL_PKGS (default: ./ttnn/... ./runners/programs/ ./runners/resnet/ ./cmd/...):
 #      the tests that open DEVICE_BACKEND=metal run the backend over the fake;
 #   6. scripts/check-metal-mutants.sh: three deliberate mistakes in patched copies of
 #      ttb_metal.cc (wrong argument type, a freed tensor reused, a tensor on the wrong submesh)
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 sdk=${TT_MLIR_SDK:-$root/../shared/tt-mlir-sdk}
 build=${CHECK_METAL_BUILD:-${TT_TOOLS_CACHE:-$HOME/.cache/tt-media-server-go}/metal-build}
-pkgs=${CHECK_METAL_PKGS:-./ttnn/... ./cmd/...}
+pkgs=${CHECK_METAL_PKGS:-./ttnn/... ./runners/programs/ ./runners/resnet/ ./cmd/...}
 
 fail_or_skip() {
 	if [ "${CI:-}" = true ]; then

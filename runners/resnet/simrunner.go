@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -39,8 +40,22 @@ type cnnDevice interface {
 // drives.
 type cnnRunner struct {
 	*Runner
-	sim  *SimDevice  // nil on the Go twin
-	fake *FakeDevice // nil on the simulator
+	sim   *SimDevice   // nil on the Go twin
+	fake  *FakeDevice  // nil on the simulator
+	metal *MetalDevice // DEVICE_BACKEND=metal only
+}
+
+// newMetalCNN builds the runner on the metal backend: resnet50.ttnn from MODEL_WEIGHTS_PATH.
+func newMetalCNN(model string, cfg MetalConfig, log *slog.Logger) (runners.Runner, error) {
+	dev, err := NewMetalDevice(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", model, err)
+	}
+	r, err := New(Config{BatchSize: dev.BatchSize(), Device: dev.Run, Open: dev.Open, Close: dev.Close, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", model, err)
+	}
+	return &cnnRunner{Runner: r, metal: dev}, nil
 }
 
 // NewSim returns the in-process CNN runner of the named model: the ResNet-50 pipeline on the
@@ -96,6 +111,14 @@ func SimFactory(model string) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		lat := simdev.LatencyFrom(spec.Settings)
 		c := simdev.ConfigFor(model, spec)
+		if s := spec.Settings; s != nil && s.DeviceBackend == config.BackendMetal && !s.Mock {
+			mc := MetalConfig{Weights: s.ModelWeightsPath}
+			if c != nil {
+				mc.Mesh = ttnn.MeshShape{Rows: c.Opts.Mesh.Rows, Cols: c.Opts.Mesh.Cols}
+				mc.DeviceIDs, mc.TraceRegionSize = c.Opts.DeviceIDs, c.Opts.TraceRegionSize
+			}
+			return newMetalCNN(model, mc, slog.Default())
+		}
 		if c == nil || (c.Shared && ttnn.SharedParent() == nil) { // no device: the Go twin
 			return newCNN(model, lat, nil, slog.Default()), nil
 		}
@@ -114,8 +137,9 @@ func SimFactory(model string) runners.Factory {
 }
 
 // Register attaches the CNN models to reg: ResNet-50, and the VoVNet, MobileNetV2 and YOLOv4
-// names, which run the ResNet-50 pipeline too. Its device programs exist for the simulator
-// only, so the model's factory and its simulated fallback are the same.
+// names, which run the ResNet-50 pipeline too. With DEVICE_BACKEND=metal (a `ttnn` build) the
+// factory runs it on MetalDevice (resnet50.ttnn from MODEL_WEIGHTS_PATH, checked against its
+// declaration); otherwise on the simulator, so the factory and the simulated fallback are the same.
 func Register(reg *runners.Registry) {
 	for _, name := range []string{runners.RunnerResNet, runners.RunnerVoVNet, runners.RunnerMobileNetV2, runners.RunnerYOLOv4} {
 		f := SimFactory(name)
@@ -124,4 +148,9 @@ func Register(reg *runners.Registry) {
 }
 
 // DeviceInfo describes the runner's simulated device; ok is false on the Go twin.
-func (c *cnnRunner) DeviceInfo() (ttnn.DeviceInfo, bool) { return c.sim.Info() }
+func (c *cnnRunner) DeviceInfo() (ttnn.DeviceInfo, bool) {
+	if c.metal != nil {
+		return c.metal.Info()
+	}
+	return c.sim.Info()
+}
