@@ -93,6 +93,10 @@ type ImageRequest struct {
 	CropCoordsTopLeft [2]float64
 	Timesteps         []float64
 	Sigmas            []float64
+	// ScheduleSteps is how many denoising steps Timesteps or Sigmas run (the server counts
+	// them for the model's scheduler and holds them to the step limit); 0 without a custom
+	// schedule. Cost prices the job by it.
+	ScheduleSteps int
 	// PartialImages (0-3) asks a streaming request for that many previews of the
 	// intermediate latents, sent through Task.Emit as *ImagePartial before the result.
 	PartialImages int
@@ -223,8 +227,19 @@ type CNNResult struct {
 	Top []Classification
 }
 
-// Cost of an image job for the scheduler's wait predictions: its denoising steps.
-func (r *ImageRequest) Cost() float64 { return float64(max(r.NumInferenceSteps, 1)) }
+// Cost of an image job for the scheduler's wait predictions: the denoising steps it will run
+// (a custom schedule's, else num_inference_steps; image-to-image and inpainting run the
+// Strength share of them, as diffusers' get_timesteps).
+func (r *ImageRequest) Cost() float64 {
+	steps := r.NumInferenceSteps
+	if r.ScheduleSteps > 0 {
+		steps = r.ScheduleSteps
+	}
+	if r.InitImage != nil && r.Strength > 0 && r.Strength < 1 {
+		steps = int(float64(steps) * r.Strength)
+	}
+	return float64(max(steps, 1))
+}
 
 // BatchKey groups image jobs that may share a device batch: the pipeline takes steps,
 // guidance, negative prompts, crop and schedule from the batch's first request, so only

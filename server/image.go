@@ -89,7 +89,7 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 	r.GuidanceScale = defaultGuidanceScale
 	r.NumInferenceSteps = d.steps
 	floor := minStepsFor(d.runner)
-	if d.steps < floor || d.steps > 50 {
+	if d.steps < floor || d.steps > maxSteps {
 		r.NumInferenceSteps = 20
 	}
 	r.Prompt, _ = b.strMax("prompt", true, maxPromptChars)
@@ -99,7 +99,7 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 	if v := b.int("num_inference_steps"); v != nil {
 		raw := rawInput(b, "num_inference_steps")
 		switch {
-		case !b.rangeCheck("num_inference_steps", float64(*v), minStepsSchema, 50, false, raw):
+		case !b.rangeCheck("num_inference_steps", float64(*v), minStepsSchema, maxSteps, false, raw):
 		case *v < int64(floor):
 			b.add("value_error", []any{"num_inference_steps"}, fmt.Sprintf("Value error, num_inference_steps must be >= %d for %s, got %d", floor, d.runner, *v), raw, map[string]any{"error": map[string]any{}})
 		default:
@@ -161,6 +161,7 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 	}
 	r.Timesteps = b.floats("timesteps")
 	r.Sigmas = b.floats("sigmas")
+	capCustomSchedule(b, &r.ImageRequest, d.runner)
 	r.LoRAPath, _ = b.str("lora_path", false)
 	r.LoRAScale = defaultLoRAScale
 	if v := b.float("lora_scale", false); v != nil {
@@ -170,6 +171,36 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 		}
 	}
 	return r
+}
+
+// maxSteps is num_inference_steps' upper bound (HEAD's schema, le=50); custom schedules are
+// held to it too.
+const maxSteps = 50
+
+// capCustomSchedule holds custom timesteps and sigmas to the step limit and prices the request
+// by the steps it will really run: one UNet run per timestep; per sigma but the final one for
+// SDXL's Euler scheduler (diffusers appends nothing), per sigma for SD3.5's flow-matching
+// scheduler (it appends the final 0). Without this, 1000 sigmas ran 1000 steps past the limit
+// of 50 and were admitted at the cost of num_inference_steps.
+func capCustomSchedule(b *body, r *runners.ImageRequest, runner string) {
+	name, steps := "", 0
+	switch {
+	case len(r.Timesteps) > 0:
+		name, steps = "timesteps", len(r.Timesteps)
+	case len(r.Sigmas) > 0:
+		name, steps = "sigmas", len(r.Sigmas)
+		if runner != runners.RunnerSD35 {
+			steps-- // the last sigma ends the schedule: N+1 sigmas are N steps
+		}
+	default:
+		return
+	}
+	if steps > maxSteps {
+		b.add("too_long", []any{name}, fmt.Sprintf("%s would run %d denoising steps; at most %d (the num_inference_steps limit)", name, steps, maxSteps),
+			nil, map[string]any{"field_type": "List", "max_steps": maxSteps, "actual_steps": steps})
+		return
+	}
+	r.ScheduleSteps = max(steps, 1) // what it runs, for the cost estimate
 }
 
 // checkLoRAFields refuses a lora_scale without a lora_path (it would be ignored).

@@ -9,6 +9,7 @@ import (
 	"image"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -476,6 +477,48 @@ func TestValidationEchoIsBounded(t *testing.T) {
 			if tc.loc != "" {
 				require.Contains(t, w.Body.String(), `"`+tc.loc+`"`)
 			}
+		})
+	}
+}
+
+// TestCustomScheduleStepLimit: timesteps and sigmas are held to the 50-step limit and the job is
+// priced by the steps it will run (SDXL: N+1 sigmas are N steps; SD3.5: N sigmas are N steps).
+func TestCustomScheduleStepLimit(t *testing.T) {
+	list := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = strconv.FormatFloat(float64(n-i)/float64(n), 'f', 4, 64)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	tests := []struct {
+		name, field string
+		n           int
+		runner      string
+		wantSteps   int // 0: refused naming field
+	}{
+		{"1000 sigmas", "sigmas", 1000, "tt-sdxl-trace", 0},
+		{"51 sigmas are 50 SDXL steps", "sigmas", 51, "tt-sdxl-trace", 50},
+		{"52 sigmas are 51 SDXL steps", "sigmas", 52, "tt-sdxl-trace", 0},
+		{"51 sigmas are 51 SD3.5 steps", "sigmas", 51, "tt-sd3.5", 0},
+		{"50 sigmas are 50 SD3.5 steps", "sigmas", 50, "tt-sd3.5", 50},
+		{"30 timesteps", "timesteps", 30, "tt-sdxl-trace", 30},
+		{"51 timesteps", "timesteps", 51, "tt-sdxl-trace", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"prompt":"a","guidance_scale":5,"num_inference_steps":20,"` + tt.field + `":` + list(tt.n) + `}`
+			r, err := parseImageRequest([]byte(body), imageDefaults{steps: 20, runner: tt.runner, format: "JPEG", quality: 85})
+			if tt.wantSteps == 0 {
+				var ve *validationError
+				require.ErrorAs(t, err, &ve)
+				require.Equal(t, []any{"body", tt.field}, ve.items[0].Loc)
+				require.Contains(t, ve.items[0].Msg, "at most 50")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantSteps, r.ScheduleSteps)
+			require.Equal(t, float64(tt.wantSteps), r.Cost(), "priced by the steps it runs")
 		})
 	}
 }
