@@ -265,6 +265,12 @@ func (s *Server) handleImage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.answerPythonImages(c, req)
+}
+
+// answerPythonImages generates the request's images and answers HEAD's
+// {"images", "generation_time"}, or its error in the {"detail"} envelope.
+func (s *Server) answerPythonImages(c *gin.Context, req *imageRequest) {
 	start := time.Now()
 	images, err := s.generateWith(c.Request.Context(), req, req.encoder())
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -186,16 +185,7 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 			s.fail(c, err)
 			return
 		}
-		start := time.Now()
-		images, err := s.generateWith(c.Request.Context(), req, req.encoder())
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		if s.metrics != nil {
-			s.metrics.Images(runner, len(images), req.NumInferenceSteps)
-		}
-		writeJSON(c, http.StatusOK, imageGenerateResponse{Images: images, GenerationTime: math.Round(time.Since(start).Seconds()*100) / 100})
+		s.answerPythonImages(c, req)
 	}
 }
 
@@ -431,19 +421,6 @@ func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTabl
 			return
 		}
 		defer release()
-		images, err := s.generateWith(c.Request.Context(), &req.imageRequest, req.encoder())
-		if err != nil {
-			s.failOpenAI(c, err)
-			return
-		}
-		if s.metrics != nil {
-			s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
-		}
-		resp := openAIImagesResponse{Created: time.Now().Unix(), Background: "opaque",
-			OutputFormat: req.outputFormat, Size: req.size, Data: make([]openAIImage, len(images))}
-		for i, im := range images {
-			resp.Data[i].B64JSON = im
-		}
-		writeJSON(c, http.StatusOK, resp)
+		s.answerOpenAIImages(c, req, req.encoder())
 	}
 }

@@ -226,19 +226,25 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 			s.streamOpenAIImage(c, req, encode)
 			return
 		}
-		images, err := s.generateWith(c.Request.Context(), &req.imageRequest, encode)
-		if err != nil {
-			s.failOpenAI(c, err)
-			return
-		}
-		if s.metrics != nil {
-			s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
-		}
-		resp := openAIImagesResponse{Created: time.Now().Unix(), Background: "opaque",
-			OutputFormat: req.outputFormat, Size: req.size, Data: make([]openAIImage, len(images))}
-		for i, img := range images {
-			resp.Data[i].B64JSON = img
-		}
-		writeJSON(c, http.StatusOK, resp)
+		s.answerOpenAIImages(c, req, encode)
 	}
+}
+
+// answerOpenAIImages generates the request's images and answers OpenAI's ImagesResponse, or
+// its error in OpenAI's envelope.
+func (s *Server) answerOpenAIImages(c *gin.Context, req *openAIImageRequest, encode func(image.Image) ([]byte, error)) {
+	images, err := s.generateWith(c.Request.Context(), &req.imageRequest, encode)
+	if err != nil {
+		s.failOpenAI(c, err)
+		return
+	}
+	if s.metrics != nil {
+		s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
+	}
+	resp := openAIImagesResponse{Created: time.Now().Unix(), Background: "opaque",
+		OutputFormat: req.outputFormat, Size: req.size, Data: make([]openAIImage, len(images))}
+	for i, img := range images {
+		resp.Data[i].B64JSON = img
+	}
+	writeJSON(c, http.StatusOK, resp)
 }

@@ -139,82 +139,6 @@ type pixels struct {
 	w, h   int
 }
 
-// PIL's fixed-point precision for 8-bit resampling (Resample.c: 32 - 8 - 2).
-const precisionBits = 32 - 8 - 2
-
-// pilCoeffs are PIL's precompute_coeffs for the bilinear filter, normalised to fixed point as
-// normalize_coeffs_8bpc: for output position i, taps start at bounds[2i] and number
-// bounds[2i+1], with weights k[i*ksize:].
-type pilCoeffs struct {
-	ksize  int
-	bounds []int
-	k      []int32
-}
-
-func bilinearFilter(x float64) float64 {
-	if x < 0 {
-		x = -x
-	}
-	if x < 1 {
-		return 1 - x
-	}
-	return 0
-}
-
-// pilPrecompute is Resample.c's precompute_coeffs(inSize, 0, inSize, outSize, bilinear).
-func pilPrecompute(inSize, outSize int) pilCoeffs {
-	const support0 = 1.0 // bilinear filter support
-	scale := float64(inSize) / float64(outSize)
-	filterscale := max(scale, 1.0)
-	support := support0 * filterscale
-	ksize := int(math.Ceil(support))*2 + 1
-	c := pilCoeffs{ksize: ksize, bounds: make([]int, 2*outSize), k: make([]int32, outSize*ksize)}
-	w := make([]float64, ksize)
-	for xx := range outSize {
-		center := (float64(xx) + 0.5) * scale
-		ss := 1.0 / filterscale
-		xmin := int(center - support + 0.5) // C's (int) truncates toward zero
-		if xmin < 0 {
-			xmin = 0
-		}
-		xmax := int(center + support + 0.5)
-		if xmax > inSize {
-			xmax = inSize
-		}
-		xmax -= xmin
-		var ww float64
-		for x := range xmax {
-			w[x] = bilinearFilter((float64(x+xmin) - center + 0.5) * ss)
-			ww += w[x]
-		}
-		k := c.k[xx*ksize : (xx+1)*ksize]
-		for x := range xmax {
-			v := w[x]
-			if ww != 0 {
-				v /= ww
-			}
-			if v < 0 {
-				k[x] = int32(-0.5 + v*(1<<precisionBits))
-			} else {
-				k[x] = int32(0.5 + v*(1<<precisionBits))
-			}
-		}
-		c.bounds[2*xx], c.bounds[2*xx+1] = xmin, xmax
-	}
-	return c
-}
-
-// clip8 is Resample.c's clip8: the fixed-point sum back to a byte.
-func clip8(v int32) uint8 {
-	if v >= 1<<precisionBits<<8 {
-		return 255
-	}
-	if v <= 0 {
-		return 0
-	}
-	return uint8(v >> precisionBits)
-}
-
 // resizeCropPIL writes into dst (224×224 RGB, interleaved) the centre crop of PIL's
 // Image.resize((g.ResizedW, g.ResizedH), BILINEAR) of src. Only the pixels inside the crop are
 // computed; each is bit-identical to PIL's (horizontal pass first, rounded to uint8, then the
@@ -222,20 +146,20 @@ func clip8(v int32) uint8 {
 func resizeCropPIL(dst []uint8, src pixels, g Geometry) {
 	needH := g.ResizedW != src.w
 	needV := g.ResizedH != src.h
-	var hc, vc pilCoeffs
+	var hc, vc imaging.PILCoeffs
 	if needH {
-		hc = pilPrecompute(src.w, g.ResizedW)
+		hc = imaging.NewPILCoeffs(src.w, g.ResizedW, imaging.PILBilinear)
 	}
 	// Source rows the crop needs, and the vertical taps relative to the first of them.
 	rowFirst, rowLast := g.CropTop, g.CropTop+InputSize
 	if needV {
-		vc = pilPrecompute(src.h, g.ResizedH)
-		rowFirst = vc.bounds[2*g.CropTop]
+		vc = imaging.NewPILCoeffs(src.h, g.ResizedH, imaging.PILBilinear)
+		rowFirst = vc.Bounds[2*g.CropTop]
 		last := g.CropTop + InputSize - 1
-		rowLast = vc.bounds[2*last] + vc.bounds[2*last+1]
+		rowLast = vc.Bounds[2*last] + vc.Bounds[2*last+1]
 		for oy := g.CropTop; oy <= last; oy++ {
-			rowFirst = min(rowFirst, vc.bounds[2*oy])
-			rowLast = max(rowLast, vc.bounds[2*oy]+vc.bounds[2*oy+1])
+			rowFirst = min(rowFirst, vc.Bounds[2*oy])
+			rowLast = max(rowLast, vc.Bounds[2*oy]+vc.Bounds[2*oy+1])
 		}
 	}
 	rows := rowLast - rowFirst
@@ -253,16 +177,16 @@ func resizeCropPIL(dst []uint8, src pixels, g Geometry) {
 		}
 		for x := range InputSize {
 			ox := g.CropLeft + x
-			xmin, n := hc.bounds[2*ox], hc.bounds[2*ox+1]
-			k := hc.k[ox*hc.ksize : ox*hc.ksize+n]
-			s0, s1, s2 := int32(1<<(precisionBits-1)), int32(1<<(precisionBits-1)), int32(1<<(precisionBits-1))
+			xmin, n := hc.Bounds[2*ox], hc.Bounds[2*ox+1]
+			k := hc.K[ox*hc.KSize : ox*hc.KSize+n]
+			s0, s1, s2 := int32(1<<(imaging.PILPrecisionBits-1)), int32(1<<(imaging.PILPrecisionBits-1)), int32(1<<(imaging.PILPrecisionBits-1))
 			p := in[4*xmin : 4*(xmin+n)]
 			for i, w := range k {
 				s0 += int32(p[4*i]) * w
 				s1 += int32(p[4*i+1]) * w
 				s2 += int32(p[4*i+2]) * w
 			}
-			out[3*x], out[3*x+1], out[3*x+2] = clip8(s0), clip8(s1), clip8(s2)
+			out[3*x], out[3*x+1], out[3*x+2] = imaging.PILClip8(s0), imaging.PILClip8(s1), imaging.PILClip8(s2)
 		}
 	}
 	if !needV {
@@ -274,10 +198,10 @@ func resizeCropPIL(dst []uint8, src pixels, g Geometry) {
 	var acc [rowLen]int32
 	for y := range InputSize {
 		oy := g.CropTop + y
-		ymin, n := vc.bounds[2*oy]-rowFirst, vc.bounds[2*oy+1]
-		k := vc.k[oy*vc.ksize : oy*vc.ksize+n]
+		ymin, n := vc.Bounds[2*oy]-rowFirst, vc.Bounds[2*oy+1]
+		k := vc.K[oy*vc.KSize : oy*vc.KSize+n]
 		for i := range acc {
-			acc[i] = 1 << (precisionBits - 1)
+			acc[i] = 1 << (imaging.PILPrecisionBits - 1)
 		}
 		for i, w := range k {
 			row := tmp[(ymin+i)*rowLen : (ymin+i+1)*rowLen]
@@ -287,7 +211,7 @@ func resizeCropPIL(dst []uint8, src pixels, g Geometry) {
 		}
 		out := dst[y*rowLen : (y+1)*rowLen]
 		for j, v := range acc {
-			out[j] = clip8(v)
+			out[j] = imaging.PILClip8(v)
 		}
 	}
 }

@@ -320,20 +320,6 @@ func TestPreprocessProperties(t *testing.T) {
 	})
 }
 
-// TestPILCoeffsMatchReference checks the fixed-point filter against values worked out by hand
-// from Resample.c for a 2:1 downscale (support 2: taps x-1..x+2 with 1/8, 3/8, 3/8, 1/8).
-func TestPILCoeffsMatchReference(t *testing.T) {
-	c := pilPrecompute(8, 4)
-	require.Equal(t, 5, c.ksize)
-	one := int32(1 << precisionBits)
-	// Output 1: centre 3, taps 1..4 → weights (0.25, 0.75, 0.75, 0.25)/2.
-	require.Equal(t, []int{1, 4}, c.bounds[2:4])
-	require.Equal(t, []int32{one / 8, 3 * one / 8, 3 * one / 8, one / 8}, c.k[5:9])
-	// Output 0 is clipped at the edge: taps 0..2 with (0.75, 0.75, 0.25) normalised by 1.75.
-	require.Equal(t, []int{0, 3}, c.bounds[0:2])
-	require.Equal(t, int32(0.5+0.75/1.75*float64(one)), c.k[0])
-}
-
 func BenchmarkPreprocess(b *testing.B) {
 	for _, wh := range [][2]int{{640, 480}, {300, 500}, {1024, 1024}, {1920, 1080}, {4032, 3024}} {
 		img := checker(wh[0], wh[1])

@@ -2,8 +2,8 @@
 // diffusers' VaeImageProcessor does it for a PIL image: resize to the model's size with PIL's
 // Lanczos filter (bit-exact fixed-point resampling), scale to [-1, 1] (images) or to {0, 1}
 // (masks: single channel, binarised at 0.5), the masked image, and the mask's nearest-neighbour
-// resize to the latent size (torch's interpolate, as prepare_mask_latents does). Decoding is
-// media/imaging's; this package starts from decoded pixels.
+// resize to the latent size (torch's interpolate, as prepare_mask_latents does). Decoding and Pillow's
+// resampling are media/imaging's; this package starts from decoded pixels.
 package imageproc
 
 import (
@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"image"
 	"math"
+
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 )
 
 // ErrMask marks a mask that cannot be read as one channel.
@@ -37,7 +39,7 @@ func Preprocess(img *image.NRGBA, h, w int) (Image, error) {
 			copy(rgb[3*(y*sw+x):3*(y*sw+x)+3], row[4*x:4*x+3])
 		}
 	}
-	px := resample(rgb, sw, sh, 3, w, h)
+	px := imaging.PILResize(rgb, sw, sh, 3, w, h, imaging.PILLanczos)
 	out := Image{C: 3, H: h, W: w, Pix: make([]float32, 3*h*w)}
 	plane := h * w
 	for i := range plane {
@@ -127,7 +129,7 @@ func PreprocessMask(mask *image.Gray, h, w int) (Image, error) {
 	for y := range sh {
 		copy(g[y*sw:(y+1)*sw], mask.Pix[mask.PixOffset(mask.Rect.Min.X, mask.Rect.Min.Y+y):])
 	}
-	px := resample(g, sw, sh, 1, w, h)
+	px := imaging.PILResize(g, sw, sh, 1, w, h, imaging.PILLanczos)
 	out := Image{C: 1, H: h, W: w, Pix: make([]float32, h*w)}
 	for i, v := range px {
 		if float32(v)/255 >= 0.5 {

@@ -13,6 +13,9 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
+// openSimVariant opens the simulated device (SDXL's n150 options) and variant v's programs from
+// set ("" = the full-size Programs()). The simulator allows one open device per process, so
+// these tests do not run in parallel.
 func openSimVariant(t *testing.T, set string, v Variant) (*Pipeline, *TTNNDevice) {
 	t.Helper()
 	ctx := context.Background()
@@ -26,7 +29,12 @@ func openSimVariant(t *testing.T, set string, v Variant) (*Pipeline, *TTNNDevice
 	}
 	d, err := NewTTNNDeviceFor(ctx, dev, fsys, v)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	t.Cleanup(func() {
+		require.NoError(t, d.Close())
+		c, err := ttnn.Counts()
+		require.NoError(t, err)
+		require.Zero(t, c.Traces)
+	})
 	p, err := New(d, testTokenizer(t), SDXLConfig())
 	require.NoError(t, err)
 	return p, d

@@ -40,26 +40,7 @@ func TestMain(m *testing.M) {
 // these tests do not run in parallel.
 func openSim(t *testing.T, dir string) (*Pipeline, *TTNNDevice) {
 	t.Helper()
-	ctx := context.Background()
-	dev, err := ttnn.Open(ctx, ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768,
-		TraceRegionSize: 34_541_598, CommandQueues: 1, ProgramCache: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, dev.Close()) })
-	set := Programs()
-	if dir != "" {
-		set = os.DirFS(dir)
-	}
-	d, err := NewTTNNDevice(ctx, dev, set)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, d.Close())
-		c, err := ttnn.Counts()
-		require.NoError(t, err)
-		require.Zero(t, c.Traces)
-	})
-	p, err := New(d, testTokenizer(t), SDXLConfig())
-	require.NoError(t, err)
-	return p, d
+	return openSimVariant(t, dir, TextToImage)
 }
 
 func TestSimCallSequence(t *testing.T) {
