@@ -222,6 +222,16 @@ type modelTable struct {
 	created int64
 	// schemas are the request schemas of image models, by id.
 	schemas map[string]json.RawMessage
+	// size is the image models' output size ("" = openAIImageSizes[0]).
+	size string
+}
+
+// imageSizes are the OpenAI sizes the image model makes.
+func (t *modelTable) imageSizes() []string {
+	if t == nil || t.size == "" {
+		return openAIImageSizes
+	}
+	return []string{t.size}
 }
 
 // canonicalModel is the Python ModelNames entry per MODEL_RUNNER.
@@ -265,6 +275,9 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 		if id != "" && !slices.Contains(t.ids, id) {
 			t.ids = append(t.ids, id)
 		}
+	}
+	if svc == runners.ServiceImage && cfg.SDXLResolution == 512 && runner != "tt-sd3.5" {
+		t.size = "512x512" // SDXL_IMAGE_RESOLUTION (SD3.5 always makes 1024x1024)
 	}
 	if svc == runners.ServiceImage {
 		if schema, err := imageRequestSchema(); err == nil {

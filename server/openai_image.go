@@ -13,7 +13,8 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
-// openAIImageSizes are the sizes the diffusion runners produce: SDXL base and SD3.5 Large
+// openAIImageSizes are the sizes the diffusion runners produce by default (SDXL at
+// SDXL_IMAGE_RESOLUTION=512 makes 512x512, see modelTable.imageSizes): SDXL base and SD3.5 Large
 // both render 1024x1024. "auto" means that size.
 var openAIImageSizes = []string{"1024x1024"}
 
@@ -67,7 +68,8 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 	if defaultSteps < 12 || defaultSteps > 50 {
 		defaultSteps = 20
 	}
-	r := &openAIImageRequest{size: openAIImageSizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
+	sizes := models.imageSizes()
+	r := &openAIImageRequest{size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
 	r.NumberOfImages = 1
 	r.NumInferenceSteps = defaultSteps
 
@@ -91,8 +93,8 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 		r.NumberOfImages = int(*v)
 	}
 	if v, ok := b.str("size", false); ok && v != "auto" {
-		if !slices.Contains(openAIImageSizes, v) {
-			return nil, invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(openAIImageSizes, ", "))
+		if !slices.Contains(sizes, v) {
+			return nil, invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(sizes, ", "))
 		}
 		r.size = v
 	}

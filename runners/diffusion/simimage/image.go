@@ -40,7 +40,11 @@ const defaultSteps = 20
 // MOCK_* latencies, NUM_INFERENCE_STEPS, and the worker's simulated device (simdev.ConfigFor).
 func Factory(model string) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
-		r := newImage(model, imageSize, simdev.LatencyFrom(spec.Settings))
+		size := imageSize
+		if spec.Settings != nil && spec.Settings.SDXLResolution == 512 && !isSD35(model) {
+			size = 512 // SDXL_IMAGE_RESOLUTION=(512, 512); SD3.5 renders 1024 only
+		}
+		r := newImage(model, size, simdev.LatencyFrom(spec.Settings))
 		if spec.Settings != nil && spec.Settings.NumInferenceSteps > 0 {
 			r.defaultSteps = spec.Settings.NumInferenceSteps
 		}
@@ -87,13 +91,17 @@ func New(model string, size int, lat simdev.Latency) runners.Runner {
 	return newImage(model, size, lat)
 }
 
+func isSD35(model string) bool {
+	return model == runners.RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3")
+}
+
 func newImage(model string, size int, lat simdev.Latency) *imageRunner {
 	if size <= 0 {
 		size = imageSize
 	}
 	return &imageRunner{
 		model:        model,
-		sd35:         model == runners.RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3"),
+		sd35:         isSD35(model),
 		size:         size,
 		lat:          lat,
 		defaultSteps: defaultSteps,

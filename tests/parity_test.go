@@ -1,0 +1,205 @@
+package tests
+
+// Today's Python tt-media-server clients (HEAD, reference-python-server.md §7) against the real
+// binary in mock-device mode: Python bodies on every /v1 route answer in the Python shape,
+// HEAD's fields are honoured, its settings read, and the legacy paths carry its deprecation
+// headers. Written from §7's description of HEAD, not from upstream's code. The OpenAI SDKs on
+// the same routes are tests/sdk's.
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pythonImages decodes a Python-dialect image answer: {"images": [...], "generation_time": s}.
+func pythonImages(t *testing.T, r reply) [][]byte {
+	t.Helper()
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	require.Equal(t, "python", r.Header.Get("X-TT-Dialect"))
+	m := r.obj(t)
+	gt, ok := m["generation_time"].(float64)
+	require.Truef(t, ok, "generation_time is a number: %s", r)
+	require.GreaterOrEqual(t, gt, 0.0)
+	require.Equal(t, gt, float64(int64(gt*100+0.5))/100, "rounded to 2 decimals")
+	require.NotContains(t, m, "data")
+	list := m["images"].([]any)
+	out := make([][]byte, len(list))
+	for i, v := range list {
+		b, err := base64.StdEncoding.DecodeString(v.(string))
+		require.NoError(t, err)
+		out[i] = b
+	}
+	return out
+}
+
+func requireDeprecated(t *testing.T, r reply, successor string) {
+	t.Helper()
+	require.Equal(t, "true", r.Header.Get("Deprecation"))
+	require.Equal(t, "2026-06-30", r.Header.Get("Sunset"))
+	require.Equal(t, "<"+successor+`>; rel="successor-version"`, r.Header.Get("Link"))
+}
+
+func TestHEADImageClients(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "SERVED_MODEL_NAME": "sdxl-prod"})
+
+	t.Run("python body on /v1: images, generation_time, PNG", func(t *testing.T) {
+		body := `{"prompt":"Volcano on a beach","negative_prompt":"low quality","num_inference_steps":12,"seed":0,"number_of_images":2,"image_return_format":"PNG"}`
+		imgs := pythonImages(t, s.postJSON(t, "/v1/images/generations", body))
+		require.Len(t, imgs, 2)
+		for _, b := range imgs {
+			_, err := png.Decode(bytes.NewReader(b))
+			require.NoError(t, err)
+			requireImage(t, b, 1024)
+		}
+		require.NotEqual(t, imgs[0], imgs[1], "seed+i per image")
+		// The legacy path answers the same images, with HEAD's deprecation headers.
+		legacy := s.postJSON(t, "/image/generations", body)
+		require.Equal(t, imgs, pythonImages(t, legacy))
+		requireDeprecated(t, legacy, "/v1/images/generations")
+		require.Empty(t, s.postJSON(t, "/v1/images/generations", body).Header.Get("Deprecation"))
+	})
+	t.Run("guidance_scale defaults to 5.0", func(t *testing.T) {
+		img := func(extra string) []byte {
+			return pythonImages(t, s.postJSON(t, "/v1/images/generations", `{"prompt":"a fox","seed":3,"num_inference_steps":12`+extra+`}`))[0]
+		}
+		def := img("")
+		require.Equal(t, def, img(`,"guidance_scale":5.0`))
+		require.NotEqual(t, def, img(`,"guidance_scale":9.0`))
+	})
+	t.Run("image_quality is the JPEG quality", func(t *testing.T) {
+		img := func(q string) []byte {
+			return pythonImages(t, s.postJSON(t, "/v1/images/generations", `{"prompt":"a fox","seed":3,"num_inference_steps":12,"image_quality":`+q+`}`))[0]
+		}
+		low, high := img("50"), img("100")
+		for _, b := range [][]byte{low, high} {
+			_, err := jpeg.Decode(bytes.NewReader(b))
+			require.NoError(t, err)
+		}
+		require.Less(t, len(low), len(high)/2, "quality 50 is much smaller than 100")
+		r := s.postJSON(t, "/v1/images/generations", `{"prompt":"a","image_quality":40}`)
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, "%s", r)
+		require.Contains(t, string(r.Body), `"image_quality"`)
+	})
+	t.Run("steps floor by runner", func(t *testing.T) {
+		r := s.postJSON(t, "/v1/images/generations", `{"prompt":"a","num_inference_steps":8}`)
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, "%s", r)
+		require.Contains(t, string(r.Body), "num_inference_steps must be >= 12 for tt-sdxl-trace")
+	})
+	t.Run("mixed dialects: 400 naming both sides", func(t *testing.T) {
+		r := s.postJSON(t, "/v1/images/generations", `{"prompt":"a","n":2,"number_of_images":2}`)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s", r)
+		m := r.obj(t)
+		require.Contains(t, m["detail"], "'number_of_images'")
+		require.Contains(t, m["detail"], "'n'")
+		require.Equal(t, "mixed_dialects", m["error"].(map[string]any)["code"])
+	})
+	t.Run("OpenAI fields on the legacy path are refused", func(t *testing.T) {
+		r := s.postJSON(t, "/image/generations", `{"prompt":"a","size":"1024x1024"}`)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s", r)
+		require.Contains(t, r.obj(t)["detail"], "'size'")
+	})
+	t.Run("/v1/models: SERVED_MODEL_NAME first, image schema", func(t *testing.T) {
+		r := do(t, http.MethodGet, s.URL+"/v1/models", nil, "Authorization", bearer)
+		require.Equal(t, http.StatusOK, r.Status)
+		data := r.obj(t)["data"].([]any)
+		first := data[0].(map[string]any)
+		require.Equal(t, "sdxl-prod", first["id"])
+		props := first["schema"].(map[string]any)["properties"].(map[string]any)
+		require.Contains(t, props, "image_return_format")
+	})
+}
+
+func TestHEADSettingsImage(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "SDXL_IMAGE_RESOLUTION": "(512, 512)", "NO_AUTH": "true"})
+	// NO_AUTH: no credentials needed.
+	r := do(t, http.MethodPost, s.URL+"/v1/images/generations", []byte(`{"prompt":"a","num_inference_steps":12}`), "Content-Type", "application/json")
+	imgs := pythonImages(t, r)
+	requireImage(t, imgs[0], 512)
+	// OpenAI's size follows SDXL_IMAGE_RESOLUTION.
+	r = do(t, http.MethodPost, s.URL+"/v1/images/generations", []byte(`{"prompt":"a","size":"512x512","quality":"low"}`), "Content-Type", "application/json")
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	require.Equal(t, "512x512", r.obj(t)["size"])
+	r = do(t, http.MethodPost, s.URL+"/v1/images/generations", []byte(`{"prompt":"a","size":"1024x1024"}`), "Content-Type", "application/json")
+	require.Equal(t, http.StatusBadRequest, r.Status)
+}
+
+func TestHEADAudioClients(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-whisper"})
+	wav := wavPCM16(16000, concat(tone(16000, 1.0, 440, 0.3), silence(16000, 0.5), tone(16000, 1.0, 660, 0.3)))
+	fileJSON := `{"file":"` + base64.StdEncoding.EncodeToString(wav) + `"`
+
+	for _, path := range []string{"/v1/audio/transcriptions", "/v1/audio/translations", "/audio/transcriptions"} {
+		t.Run("python JSON on "+path, func(t *testing.T) {
+			r := s.postJSON(t, path, fileJSON+`,"is_preprocessing_enabled":false}`)
+			require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+			require.Equal(t, "python", r.Header.Get("X-TT-Dialect"))
+			m := r.obj(t)
+			require.Contains(t, m, "text")
+			require.InDelta(t, 2.5, jsonNumber(t, m["duration"], "duration"), 0.01)
+			require.NotContains(t, m, "usage", "not OpenAI's Transcription")
+			if !strings.HasPrefix(path, "/v1") {
+				requireDeprecated(t, r, "/v1"+path)
+			}
+		})
+	}
+	t.Run("python multipart on /v1 with HEAD's fields", func(t *testing.T) {
+		r := s.postMultipart(t, "/v1/audio/transcriptions", file("a.wav", "audio/wav", wav),
+			field("response_format", "verbose_json"), field("temperatures", "0.0,0.2"), field("return_timestamps", "true"),
+			field("logprob_threshold", "-1.5"), field("prompt", "tones"))
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		m := r.obj(t)
+		require.Contains(t, m, "start")
+		require.Contains(t, m, "end")
+	})
+	t.Run("response_format text, also streaming", func(t *testing.T) {
+		r := s.postJSON(t, "/v1/audio/transcriptions", fileJSON+`,"response_format":"text"}`)
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		require.Equal(t, "text/plain; charset=utf-8", r.Header.Get("Content-Type"))
+		require.NotEmpty(t, r.Body)
+		require.NotContains(t, string(r.Body), "{")
+		r = s.postJSON(t, "/v1/audio/transcriptions", fileJSON+`,"response_format":"text","stream":true}`)
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		require.Equal(t, "text/plain; charset=utf-8", r.Header.Get("Content-Type"))
+		require.True(t, strings.HasSuffix(string(r.Body), "\n"))
+		require.NotContains(t, string(r.Body), "{", "text chunks, no JSON result line")
+	})
+	t.Run("perform_diarization is refused, not ignored", func(t *testing.T) {
+		r := s.postJSON(t, "/v1/audio/transcriptions", fileJSON+`,"perform_diarization":true}`)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s", r)
+		require.Contains(t, r.obj(t)["detail"], "perform_diarization")
+	})
+	t.Run("OpenAI's form on the same route stays OpenAI's", func(t *testing.T) {
+		r := s.postMultipart(t, "/v1/audio/transcriptions", file("a.wav", "audio/wav", wav), field("model", "whisper-1"))
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		require.Equal(t, "openai", r.Header.Get("X-TT-Dialect"))
+		require.Contains(t, r.obj(t), "usage")
+	})
+}
+
+func TestHEADCNNClients(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet"})
+	img := base64.StdEncoding.EncodeToString(encodePNG(t, drawPicture(64, 48, color.RGBA{200, 30, 30, 255})))
+	r := s.postJSON(t, "/v1/cnn/search-image", `{"prompt":"`+img+`","top_k":2,"min_confidence":0}`)
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	m := r.obj(t)
+	require.Equal(t, "success", m["status"])
+	item := m["image_data"].([]any)[0].(map[string]any)
+	require.Len(t, item["output"].(map[string]any)["labels"], 2, "top_k")
+	r = s.postJSON(t, "/v1/cnn/search-image", `{"prompt":"`+img+`","response_format":"verbose_json"}`)
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	require.IsType(t, "", r.obj(t)["image_data"].([]any)[0], "verbose_json is a CSV line")
+	legacy := s.postJSON(t, "/cnn/search-image", `{"prompt":"`+img+`"}`)
+	requireDeprecated(t, legacy, "/v1/cnn/search-image")
+}
