@@ -28,6 +28,24 @@ var ErrUnknownRunner = errors.New("unknown model runner")
 // batch's jobs with 503, resets the group's devices and starts a new runner.
 var ErrDeviceLost = errors.New("device lost")
 
+// ErrConfig marks a runner that cannot start under this configuration however often it is
+// retried — e.g. a device program in MODEL_WEIGHTS_PATH that does not match its declaration
+// (runners/programs). The worker marks itself failed at once instead of resetting the device
+// and retrying.
+var ErrConfig = errors.New("configuration error")
+
+// Permanent marks err as an ErrConfig without changing its message.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+type permanent struct{ error }
+
+func (p permanent) Unwrap() []error { return []error{p.error, ErrConfig} }
+
 // ErrBadRequest marks runner-side rejections of a request that the HTTP layer could not
 // check up front (e.g. both timesteps and sigmas); the server answers 400 for them.
 var ErrBadRequest = errors.New("bad request")

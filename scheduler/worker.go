@@ -198,6 +198,11 @@ func (w *worker) loop(ctx context.Context) {
 			w.errorCount++
 			w.mu.Unlock()
 			log.Error("worker warm-up failed", "err", err, "attempt", failures)
+			if errors.Is(err, runners.ErrConfig) { // retrying (and resetting the chips) cannot help
+				w.setState(stateFailed, err)
+				log.Error("worker marked failed: configuration error, not retried", "err", err)
+				return
+			}
 			if failures > w.s.cfg.MaxRestarts {
 				w.setState(stateFailed, err)
 				log.Error("worker marked failed: restart limit reached", "max_restarts", w.s.cfg.MaxRestarts)

@@ -13,7 +13,10 @@
 #      against the fake (CGO_LDFLAGS -L/-rpath);
 #   5. `go test -tags ttnn` of $CHECK_METAL_PKGS (default: ./ttnn/... ./runners/programs/ ./runners/resnet/ ./cmd/...):
 #      the tests that open DEVICE_BACKEND=metal run the backend over the fake;
-#   6. scripts/check-metal-mutants.sh: three deliberate mistakes in patched copies of
+#   6. the server binary built with -tags ttnn runs tests/metal_test.go: a resnet50.ttnn that
+#      differs from its declaration fails the worker at once with one line; the declared one
+#      warms up and serves /cnn/search-image;
+#   7. scripts/check-metal-mutants.sh: three deliberate mistakes in patched copies of
 #      ttb_metal.cc (wrong argument type, a freed tensor reused, a tensor on the wrong submesh)
 #      must be caught by the compiler or by the fake.
 #
@@ -87,6 +90,11 @@ else
 	# shellcheck disable=SC2086
 	nice -n 10 go test -tags ttnn -count=1 -timeout 15m $pkgs
 fi
+echo "== check-metal: the real binary (-tags ttnn, over the fake) serving ResNet-50 with DEVICE_BACKEND=metal"
+mkdir -p "$build/bin"
+nice -n 10 go build -tags ttnn -o "$build/bin/tt-media-server" ./cmd/tt-media-server
+TT_MEDIA_SERVER_E2E_BINARY=$build/bin/tt-media-server nice -n 10 go test -tags ttnn -count=1 -run '^TestMetal' -v ./tests/ |
+	grep -E '^(=== RUN|--- |\s+--- |ok|FAIL|PASS)|metal_test.go' | cut -c1-400
 echo "== check-metal: deliberate mistakes in copies of the backend must be caught"
 nice -n 10 scripts/check-metal-mutants.sh "$build" "$sdk"
 echo "== check-metal: OK"

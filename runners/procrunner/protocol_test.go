@@ -145,6 +145,7 @@ func TestResultsAndErrorsSurviveTheWire(t *testing.T) {
 		{context.DeadlineExceeded, context.DeadlineExceeded, "context deadline exceeded"},
 		{context.Canceled, context.Canceled, "context canceled"},
 		{errors.New("plain"), nil, "plain"},
+		{runners.Permanent(errors.New("program resnet50: shape differs")), runners.ErrConfig, "program resnet50: shape differs"},
 	}
 	for _, tt := range errs {
 		got := roundTrip(t, &message{Kind: kindResult, Err: toWireError(tt.err)}).Err.err()
@@ -152,7 +153,7 @@ func TestResultsAndErrorsSurviveTheWire(t *testing.T) {
 		if tt.is != nil {
 			require.ErrorIs(t, got, tt.is)
 		}
-		for _, other := range []error{runners.ErrBadRequest, runners.ErrDeviceLost, context.Canceled, context.DeadlineExceeded} {
+		for _, other := range []error{runners.ErrBadRequest, runners.ErrDeviceLost, runners.ErrConfig, context.Canceled, context.DeadlineExceeded} {
 			if other != tt.is {
 				require.NotErrorIs(t, got, other)
 			}

@@ -169,6 +169,7 @@ const (
 	errCanceled   = "canceled"
 	errDeadline   = "deadline"
 	errProtocol   = "protocol"
+	errConfig     = "config"
 )
 
 // wireError is an error as text plus its class.
@@ -267,6 +268,8 @@ func toWireError(err error) *wireError {
 		class = errDeviceLost
 	case errors.Is(err, runners.ErrBadRequest):
 		class = errBadRequest
+	case errors.Is(err, runners.ErrConfig):
+		class = errConfig
 	case errors.Is(err, ErrProtocol):
 		class = errProtocol
 	case errors.Is(err, context.DeadlineExceeded):
@@ -291,6 +294,8 @@ func (e *remoteError) Is(target error) bool {
 		return target == runners.ErrBadRequest
 	case errDeviceLost:
 		return target == runners.ErrDeviceLost
+	case errConfig:
+		return target == runners.ErrConfig
 	case errCanceled:
 		return target == context.Canceled
 	case errDeadline:

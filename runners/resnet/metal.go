@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -109,6 +110,9 @@ func (d *MetalDevice) Open(ctx context.Context) (err error) {
 		}
 	}()
 	if d.prog, err = programs.Load(ctx, d.dev, SimProgram, d.path); err != nil {
+		if errors.Is(err, ttnn.ErrContract) {
+			return runners.Permanent(err)
+		}
 		return err
 	}
 	f := d.spec.Functions[0]

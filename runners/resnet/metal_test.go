@@ -81,6 +81,7 @@ func TestChildMetalResNet(t *testing.T) {
 	}))
 	err = bad.Warmup(ctx)
 	require.ErrorIs(t, err, ttnn.ErrContract)
+	require.ErrorIs(t, err, runners.ErrConfig, "the worker fails at once instead of retrying")
 	require.NotContains(t, err.Error(), "\n")
 	require.Contains(t, err.Error(), "program resnet50 (")
 	require.Contains(t, err.Error(), "function forward: input 0 (pixel_values): shape [8,3,224,224] in the file, [16,3,224,224] declared")
