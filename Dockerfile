@@ -24,6 +24,19 @@
 #             restricts them, add --group-add <gid of /dev/tenstorrent/*> or --user root
 #             (the Python server's Galaxy lines use --user root).
 #         See docs/DEPLOY.md for the Galaxy `docker run` lines.
+#         Python workers (DEVICE_BACKEND=python, README "Python workers"): the same image runs
+#         Tenstorrent's own Python model runners (tt-media-server HEAD's tt_model_runners) in
+#         supervised worker processes. It needs tt-metal's Python environment (which has ttnn;
+#         PYTHON_EXECUTABLE, by default ${TT_METAL_HOME}/python_env/bin/python) and a
+#         tt-inference-server checkout whose tt-media-server directory is PYTHON_RUNNER_PATH
+#         (default /opt/tt-inference-server/tt-media-server), with its Python requirements
+#         installed into that environment; bind-mount the checkout (and HF_HOME with the
+#         weights) at run time:
+#           docker run ... -e DEVICE_BACKEND=python -e MODEL_RUNNER=tt-sdxl-trace \
+#             -e DEVICE_IDS="(0),(1),(2),(3)" -e HF_HOME=/hf \
+#             --mount type=bind,src=$HOME/tt-inference-server,dst=/opt/tt-inference-server,readonly \
+#             --mount type=bind,src=$HOME/.cache/huggingface,dst=/hf tt-media-server:ttnn
+#         The worker script itself is inside the binary (written to ~/.cache/tt-media-server).
 #
 # The server is configured only by environment variables (README.md, config/env.go); it
 # listens on SERVICE_HOST:SERVICE_PORT (0.0.0.0:8000).
@@ -83,6 +96,8 @@ FROM ${TT_BASE_IMAGE} AS ttnn
 ARG TT_MLIR_HOME=/opt/tt-mlir
 ARG TT_METAL_HOME=/opt/tt-mlir/third_party/tt-metal/src/tt-metal
 ARG APP_UID=1000
+ARG PYTHON_EXECUTABLE=${TT_METAL_HOME}/python_env/bin/python
+ARG PYTHON_RUNNER_PATH=/opt/tt-inference-server/tt-media-server
 LABEL org.opencontainers.image.title="tt-media-server (ttnn)" \
       org.opencontainers.image.description="Go media inference server for Tenstorrent devices (SDXL, SD3.5, Whisper, ResNet)" \
       org.opencontainers.image.source="https://github.com/tenstorrent/tt-media-server-go"
@@ -92,7 +107,9 @@ ENV TT_MLIR_HOME=${TT_MLIR_HOME} \
     LD_LIBRARY_PATH=${TT_MLIR_HOME}/build/lib \
     SERVICE_HOST=0.0.0.0 \
     SERVICE_PORT=8000 \
-    DEFAULT_THROTTLE_LEVEL=5
+    DEFAULT_THROTTLE_LEVEL=5 \
+    PYTHON_EXECUTABLE=${PYTHON_EXECUTABLE} \
+    PYTHON_RUNNER_PATH=${PYTHON_RUNNER_PATH}
 # ffmpeg decodes M4A/MP4 (AAC) and non-Opus WebM uploads (media/audio); every other audio
 # format decodes in Go. Without it those uploads get 415 naming ffmpeg.
 RUN apt-get update \
