@@ -33,3 +33,55 @@ func TestWriteBuildsATTNNFlatbuffer(t *testing.T) {
 	_, err = JSON([]Program{{FunctionSpec: ttnn.FunctionSpec{Name: "f", Inputs: []ttnn.TensorSpec{{TensorDesc: ttnn.TensorDesc{DType: ttnn.DType(99)}}}}}})
 	require.ErrorContains(t, err, "no TTNN data type")
 }
+
+func TestReadRoundTrip(t *testing.T) {
+	sdk := SDKDir()
+	if err := Available(sdk); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skipf("%v; skipping", err)
+	}
+	ts := func(name string, dt ttnn.DType, l ttnn.Layout, p ttnn.Placement, shape ...int) ttnn.TensorSpec {
+		return ttnn.TensorSpec{TensorDesc: ttnn.TensorDesc{DType: dt, Shape: shape}, Layout: l, Placement: p}
+	}
+	want := []Program{
+		{FunctionSpec: ttnn.FunctionSpec{Name: "encode",
+			Inputs:  []ttnn.TensorSpec{ts("ids", ttnn.I32, ttnn.RowMajor, ttnn.DRAM, 2, 77), ts("x", ttnn.BF16, ttnn.Tile, ttnn.L1, 1)},
+			Outputs: []ttnn.TensorSpec{ts("h", ttnn.BF16, ttnn.Tile, ttnn.DRAM, 2, 77, 768), ts("y", ttnn.U8, ttnn.RowMajor, ttnn.Host, 3)}},
+			Mesh: ttnn.MeshShape{Rows: 2, Cols: 4}},
+		{FunctionSpec: ttnn.FunctionSpec{Name: "step",
+			Inputs:  []ttnn.TensorSpec{ts("a", ttnn.U32, ttnn.RowMajor, ttnn.DRAM, 1)},
+			Outputs: []ttnn.TensorSpec{ts("b", ttnn.F32, ttnn.RowMajor, ttnn.DRAM, 1, 1, 51866)}},
+			Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, Traced: true, Ops: 2},
+	}
+	path := filepath.Join(t.TempDir(), "p.ttnn")
+	require.NoError(t, Write(context.Background(), sdk, path, want))
+	got, err := Read(path)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i := range want {
+		w := want[i]
+		for _, s := range [][]ttnn.TensorSpec{w.Inputs, w.Outputs} {
+			for j := range s {
+				s[j].Name = "" // .ttnn tensors are positional
+			}
+		}
+		require.Equal(t, w.Name, got[i].Name)
+		require.Equal(t, w.Mesh, got[i].Mesh)
+		require.Equal(t, w.Inputs, got[i].Inputs)
+		require.Equal(t, w.Outputs, got[i].Outputs)
+	}
+
+	// Truncations and garbage are errors, never panics.
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for n := 0; n < len(b); n += 7 {
+		_, _ = parse(b[:n])
+		c := append([]byte(nil), b...)
+		c[n] ^= 0xA5
+		_, _ = parse(c)
+	}
+	_, err = parse([]byte("not a flatbuffer at all"))
+	require.Error(t, err)
+}
