@@ -2,7 +2,6 @@ package config
 
 import (
 	"bufio"
-	"crypto/ecdsa"
 	"crypto/elliptic"
 	"fmt"
 	"os"
@@ -83,7 +82,7 @@ func loadAuth(s *Settings, apiKeys string) error {
 			if k.Curve != elliptic.P256() {
 				return invalid("JWT_PUBLIC_KEY_FILE", s.JWTPublicKeyFile, "EC key must be on P-256 (ES256)")
 			}
-			s.JWTPublicKey = (*ecdsa.PublicKey)(k)
+			s.JWTPublicKey = k
 		} else {
 			return invalid("JWT_PUBLIC_KEY_FILE", s.JWTPublicKeyFile, "not a PEM RSA or EC public key")
 		}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestScrape(t *testing.T) {
 	m.ClientRequest("bench", 429)
 
 	w := httptest.NewRecorder()
-	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	m.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body, _ := io.ReadAll(w.Body)
 	for _, want := range []string{
 		`tt_media_server_requests_total{method="POST",route="/image/generations",status="200"} 1`,
@@ -64,7 +65,7 @@ func TestTwoModels(t *testing.T) {
 	m.AddSource("tt-sdxl-trace", fakeSource{})
 	m.AddSource("tt-whisper", fakeSource{})
 	w := httptest.NewRecorder()
-	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	m.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body, _ := io.ReadAll(w.Body)
 	require.Contains(t, string(body), `tt_media_server_queue_depth{model="tt-sdxl-trace"} 5`)
 	require.Contains(t, string(body), `tt_media_server_queue_depth{model="tt-whisper"} 5`)

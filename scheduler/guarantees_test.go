@@ -251,7 +251,7 @@ func TestRetryAfterAccuracy(t *testing.T) {
 		case <-time.After(100 * time.Millisecond): // not refused: it is queued
 			admitted = at
 			cancel()
-			<-done
+			t.Logf("submit after cancel: %v", <-done)
 		}
 		break
 	}

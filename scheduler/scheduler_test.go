@@ -203,7 +203,7 @@ func TestDeadlineAndCancelWhileQueuedSpendNoDeviceTime(t *testing.T) {
 			require.Equal(t, 0, h.s.QueueLen(), "the expired job must leave the queue at once")
 
 			h.gate <- struct{}{}
-			<-blocker
+			t.Logf("blocker: %v", <-blocker)
 			h.gate <- struct{}{}
 			time.Sleep(20 * time.Millisecond)
 			_, ran := h.seen.Load("waiting")

@@ -107,8 +107,8 @@ func newAuthenticator(c AuthConfig) (*authenticator, error) {
 }
 
 var (
-	errNoCredentials  = errors.New("Not authenticated")
-	errBadCredentials = errors.New("Invalid or missing API Key")
+	errNoCredentials  = errors.New("Not authenticated")          //nolint:staticcheck // FastAPI's exact detail text
+	errBadCredentials = errors.New("Invalid or missing API Key") //nolint:staticcheck // the Python server's exact detail text
 	errNotAdmin       = errors.New("this route needs the admin key (ADMIN_API_KEY)")
 )
 

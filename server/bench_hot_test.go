@@ -171,7 +171,7 @@ func BenchmarkRoute(b *testing.B) {
 	b.Run("image_401_bad_key", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			req := httptest.NewRequest("POST", "/image/generations", bytes.NewReader(imageBody))
+			req := httptest.NewRequest(http.MethodPost, "/image/generations", bytes.NewReader(imageBody))
 			req.Header.Set("Authorization", "Bearer wrong")
 			w := httptest.NewRecorder()
 			imageH.ServeHTTP(w, req)
@@ -227,7 +227,7 @@ func BenchmarkAccessLog(b *testing.B) {
 func ginContext() (*gin.Context, *httptest.ResponseRecorder) {
 	w := httptest.NewRecorder()
 	c, _ := gin.CreateTestContext(w)
-	c.Request = httptest.NewRequest("POST", "/", nil)
+	c.Request = httptest.NewRequest(http.MethodPost, "/", nil)
 	return c, w
 }
 
@@ -248,7 +248,7 @@ func BenchmarkParse(b *testing.B) {
 		b.SetBytes(int64(len(form)))
 		b.ReportAllocs()
 		for b.Loop() {
-			req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(form))
+			req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(form))
 			req.Header.Set("Content-Type", ct)
 			if _, err := parseAudioUpload(req, nil); err != nil {
 				b.Fatal(err)
@@ -266,7 +266,7 @@ func BenchmarkParse(b *testing.B) {
 			b.SetBytes(int64(len(tc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				req := httptest.NewRequest("POST", "/cnn/search-image", bytes.NewReader(tc.body))
+				req := httptest.NewRequest(http.MethodPost, "/cnn/search-image", bytes.NewReader(tc.body))
 				req.Header.Set("Content-Type", tc.ct)
 				up, err := parseCNNUpload(req)
 				if err != nil || up.topK != 5 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -15,7 +16,7 @@ func BenchmarkParseAudioJSON(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if _, err := parseAudioUpload(req, nil); err != nil {
 			b.Fatal(err)

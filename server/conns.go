@@ -95,13 +95,6 @@ func (t *connTracker) closeFresh() {
 	}
 }
 
-// open is the number of open connections.
-func (t *connTracker) open() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.conns)
-}
-
 // CloseUnusedConns closes connections that never sent a request; call it after Shutdown began.
 func (s *Server) CloseUnusedConns() { s.conns.closeFresh() }
 

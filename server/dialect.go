@@ -285,19 +285,6 @@ func readBody(c *gin.Context) ([]byte, error) {
 	return data, nil
 }
 
-// jsonBody is readBody decoded as a JSON object (parseBody), reusing the dialect check's
-// decode when there was one.
-func jsonBody(c *gin.Context) (*body, error) {
-	if sb := sniffed(c); sb != nil && sb.json != nil {
-		return sb.json, nil
-	}
-	data, err := readBody(c)
-	if err != nil {
-		return nil, err
-	}
-	return parseBody(data)
-}
-
 // dialectRoute serves one /v1 route in both dialects: the body is read once, its dialect
 // decided by rule, and the dialect's handler answers in its own shapes and error envelope.
 func (s *Server) dialectRoute(rule dialectRule, python, openai gin.HandlerFunc) gin.HandlerFunc {

@@ -15,7 +15,7 @@ import (
 
 // dialectReq posts body to path with extra headers (name, value pairs).
 func dialectReq(h http.Handler, path, ctype string, body []byte, headers ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Authorization", "Bearer k")
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -133,7 +133,7 @@ func TestLegacyPathsCarryDeprecationHeaders(t *testing.T) {
 		t.Run(tc.path, func(t *testing.T) {
 			h := newOpenAIServer(tc.svc, "mock", imageFake())
 			for _, auth := range []string{"Bearer k", ""} { // errors before the handler too
-				req := httptest.NewRequest("POST", tc.path, bytes.NewReader([]byte(tc.body)))
+				req := httptest.NewRequest(http.MethodPost, tc.path, bytes.NewReader([]byte(tc.body)))
 				req.Header.Set("Content-Type", "application/json")
 				if auth != "" {
 					req.Header.Set("Authorization", auth)

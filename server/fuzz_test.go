@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"mime/multipart"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -56,7 +57,7 @@ func FuzzAudioUploadJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(data))
+		req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(data))
 		req.Header.Set("Content-Type", "application/json")
 		_, err := parseAudioUpload(req, nil)
 		requireClientError(t, err)
@@ -78,13 +79,13 @@ func FuzzMultipart(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, parse := range []func() error{
 			func() error {
-				req := httptest.NewRequest("POST", "/audio/transcriptions", bytes.NewReader(data))
+				req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(data))
 				req.Header.Set("Content-Type", "multipart/form-data; boundary=zz")
 				_, err := parseAudioUpload(req, nil)
 				return err
 			},
 			func() error {
-				req := httptest.NewRequest("POST", "/cnn/search-image", bytes.NewReader(data))
+				req := httptest.NewRequest(http.MethodPost, "/cnn/search-image", bytes.NewReader(data))
 				req.Header.Set("Content-Type", "multipart/form-data; boundary=zz")
 				_, err := parseCNNUpload(req)
 				return err
@@ -100,7 +101,7 @@ func FuzzCNNUploadJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req := httptest.NewRequest("POST", "/cnn/search-image", bytes.NewReader(data))
+		req := httptest.NewRequest(http.MethodPost, "/cnn/search-image", bytes.NewReader(data))
 		req.Header.Set("Content-Type", "application/json")
 		up, err := parseCNNUpload(req)
 		requireClientError(t, err)

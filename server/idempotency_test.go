@@ -18,7 +18,7 @@ import (
 )
 
 func postWithKey(h http.Handler, key, body string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", "/image/generations", strings.NewReader(body))
+	req := httptest.NewRequest(http.MethodPost, "/image/generations", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer k")
 	if key != "" {

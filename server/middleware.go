@@ -110,7 +110,7 @@ func (s *Server) recovery() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if p == http.ErrAbortHandler { //nolint:errorlint // a panic value, re-panicked as net/http documents
 					panic(p)
 				}
 				s.log.Error("handler panicked", "request_id", requestID(c), "panic", p, "stack", string(debug.Stack()))

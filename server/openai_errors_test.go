@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestUnmatchedEnvelopeByPath(t *testing.T) {
 func TestIdempotencyEnvelopeByRoute(t *testing.T) {
 	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
 	post := func(path, key, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer k")
 		req.Header.Set(idempotencyHeader, key)
@@ -98,7 +99,7 @@ func TestIdempotencyEnvelopeByRoute(t *testing.T) {
 	// A chunked body (no Content-Length) over the limit is cut off while the idempotency
 	// middleware reads it: 413 in OpenAI's envelope.
 	body := io.MultiReader(strings.NewReader(`{"prompt":"`), bytes.NewReader(bytes.Repeat([]byte("a"), maxJSONBody)), strings.NewReader(`"}`))
-	req := httptest.NewRequest("POST", "/v1/images/generations", body)
+	req := httptest.NewRequest(http.MethodPost, "/v1/images/generations", body)
 	req.Header.Set("Authorization", "Bearer k")
 	req.Header.Set(idempotencyHeader, "big")
 	require.EqualValues(t, -1, req.ContentLength)

@@ -255,7 +255,7 @@ func TestOpenAIImageStreamClientDeadline(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", f)
-	req := httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(`{"prompt":"a","stream":true,"partial_images":1}`))
+	req := httptest.NewRequest(http.MethodPost, "/v1/images/generations", strings.NewReader(`{"prompt":"a","stream":true,"partial_images":1}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer k")
 	req.Header.Set("X-Request-Timeout", "0.2")
@@ -293,7 +293,7 @@ func TestOpenAIImageStreamDisconnectCancels(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/images/generations",
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/images/generations",
 		strings.NewReader(`{"prompt":"a","stream":true,"partial_images":3}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer k")
@@ -346,7 +346,7 @@ func TestOpenAPIImageStreamContract(t *testing.T) {
 				}
 			}
 			h := specTestServer(f, runners.ServiceImage).Handler()
-			req := httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(tc.body))
+			req := httptest.NewRequest(http.MethodPost, "/v1/images/generations", strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer k")
 			route, params, err := router.FindRoute(req)

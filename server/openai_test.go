@@ -456,7 +456,7 @@ func TestOpenAIImageGeneration(t *testing.T) {
 	}
 	for _, tc := range bad {
 		// Bodies without an OpenAI-only field are OpenAI's when an OpenAI SDK sends them.
-		req := httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(tc.body))
+		req := httptest.NewRequest(http.MethodPost, "/v1/images/generations", strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer k")
 		req.Header.Set("X-Stainless-Lang", "js")
@@ -515,14 +515,14 @@ func TestOpenAIErrorStatuses(t *testing.T) {
 	require.Equal(t, 401, w.Code)
 	requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", nil, "invalid_api_key")
 
-	req := httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(`{"prompt":"`+strings.Repeat("a", maxJSONBody)+`"}`))
+	req := httptest.NewRequest(http.MethodPost, "/v1/images/generations", strings.NewReader(`{"prompt":"`+strings.Repeat("a", maxJSONBody)+`"}`))
 	req.Header.Set("Authorization", "Bearer k")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	require.Equal(t, 413, rec.Code)
 	requireEnvelope(t, rec.Body.Bytes(), "invalid_request_error", nil, nil)
 
-	req = httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(`{"prompt":"a"}`))
+	req = httptest.NewRequest(http.MethodPost, "/v1/images/generations", strings.NewReader(`{"prompt":"a"}`))
 	req.Header.Set("Authorization", "Bearer k")
 	req.Header.Set("X-Stainless-Read-Timeout", "soon")
 	rec = httptest.NewRecorder()

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -164,8 +163,8 @@ func TestAudio(t *testing.T) {
 		require.Lenf(t, tr.Segments, 2, "segments %+v", tr.Segments)
 		want := [][2]float64{{0, 1}, {2, 3}}
 		for i, seg := range tr.Segments {
-			assert.InDeltaf(t, want[i][0], seg.StartTime, 0.1, "segment %d start", i)
-			assert.InDeltaf(t, want[i][1], seg.EndTime, 0.1, "segment %d end", i)
+			require.InDeltaf(t, want[i][0], seg.StartTime, 0.1, "segment %d start", i)
+			require.InDeltaf(t, want[i][1], seg.EndTime, 0.1, "segment %d end", i)
 		}
 	})
 
@@ -252,8 +251,8 @@ func TestAudio(t *testing.T) {
 
 	t.Run("bad input/JSON without file", func(t *testing.T) {
 		it := validationItem(t, s.postJSON(t, audioPath, `{"stream":false}`))
-		assert.Equal(t, "missing", it["type"])
-		assert.Equal(t, []any{"body", "file"}, it["loc"])
+		require.Equal(t, "missing", it["type"])
+		require.Equal(t, []any{"body", "file"}, it["loc"])
 	})
 
 	t.Run("shared test data", func(t *testing.T) {

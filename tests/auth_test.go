@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -77,7 +76,7 @@ func TestAuth(t *testing.T) {
 			require.Truef(t, ok, "detail is not a string: %s", r)
 			require.NotEmpty(t, detail)
 			if tc.wantDetail != "" {
-				assert.Equal(t, tc.wantDetail, detail)
+				require.Equal(t, tc.wantDetail, detail)
 			}
 		})
 	}
@@ -103,7 +102,7 @@ func TestAuth(t *testing.T) {
 		r := do(t, http.MethodPost, plain.URL+"/image/generations", []byte(smallImageBody),
 			"Content-Type", "application/json", "Authorization", "Bearer "+clientToken)
 		require.Equalf(t, http.StatusUnauthorized, r.Status, "%s", r)
-		assert.Equal(t, badKey, r.obj(t)["detail"])
+		require.Equal(t, badKey, r.obj(t)["detail"])
 	})
 
 	t.Run("custom API_KEY replaces the default", func(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/media/turbojpeg"
@@ -149,12 +148,12 @@ func TestCNN(t *testing.T) {
 	})
 	t.Run("invalid base64 is 422", func(t *testing.T) {
 		it := validationItem(t, s.postJSON(t, cnnPath, `{"prompt":"this is %%% not base64!"}`))
-		assert.Equal(t, []any{"body", "prompt"}, it["loc"])
+		require.Equal(t, []any{"body", "prompt"}, it["loc"])
 	})
 	t.Run("missing prompt is 422", func(t *testing.T) {
 		it := validationItem(t, s.postJSON(t, cnnPath, `{}`))
-		assert.Equal(t, "missing", it["type"])
-		assert.Equal(t, []any{"body", "prompt"}, it["loc"])
+		require.Equal(t, "missing", it["type"])
+		require.Equal(t, []any{"body", "prompt"}, it["loc"])
 	})
 	t.Run("not an image is 400", func(t *testing.T) {
 		r := s.postJSON(t, cnnPath, promptBody([]byte("just some text, no pixels here")))

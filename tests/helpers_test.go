@@ -34,10 +34,6 @@ const (
 	bearer = "Bearer " + apiKey
 )
 
-// binaryEnv names an optional prebuilt server binary to test instead of building one (for
-// example a hardware build made with -tags ttnn).
-const binaryEnv = e2e.BinaryEnv
-
 var (
 	// binPath is the tt-media-server binary built by TestMain.
 	binPath string

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -191,27 +190,27 @@ func TestImageSDXL(t *testing.T) {
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
 				it := validationItem(t, s.postJSON(t, "/image/generations", tc.body))
-				assert.Equal(t, tc.wantType, it["type"])
-				assert.Equal(t, tc.wantLoc, it["loc"])
+				require.Equal(t, tc.wantType, it["type"])
+				require.Equal(t, tc.wantLoc, it["loc"])
 				if tc.wantCtx != nil {
-					assert.Equal(t, tc.wantCtx, it["ctx"])
+					require.Equal(t, tc.wantCtx, it["ctx"])
 				}
 			})
 		}
 		t.Run("invalid JSON", func(t *testing.T) {
 			it := validationItem(t, s.postJSON(t, "/image/generations", `{"prompt": "Volcano on a beach",`))
-			assert.Equal(t, "json_invalid", it["type"])
+			require.Equal(t, "json_invalid", it["type"])
 			loc, ok := it["loc"].([]any)
 			require.True(t, ok)
 			require.NotEmpty(t, loc)
-			assert.Equal(t, "body", loc[0])
+			require.Equal(t, "body", loc[0])
 		})
 	})
 
 	t.Run("timesteps and sigmas together are a 400", func(t *testing.T) {
 		r := s.postJSON(t, "/image/generations", `{"prompt":"x","guidance_scale":7.0,"timesteps":[999,500,1],"sigmas":[14.6,1.0,0.03]}`)
 		require.Equalf(t, http.StatusBadRequest, r.Status, "%s", r)
-		assert.Contains(t, r.obj(t)["detail"], "Cannot pass both timesteps and sigmas")
+		require.Contains(t, r.obj(t)["detail"], "Cannot pass both timesteps and sigmas")
 	})
 
 	t.Run("GET is 405", func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,9 +58,9 @@ func TestBackpressure(t *testing.T) {
 			t.Errorf("request %d: want 200 or 429, got %s", i, r)
 		}
 	}
-	assert.GreaterOrEqual(t, full, 1, "no request was refused with 429")
-	assert.GreaterOrEqual(t, ok, 1, "no request succeeded")
-	assert.LessOrEqual(t, ok, 2, "one worker and a queue of one can hold at most two requests")
+	require.GreaterOrEqual(t, full, 1, "no request was refused with 429")
+	require.GreaterOrEqual(t, ok, 1, "no request succeeded")
+	require.LessOrEqual(t, ok, 2, "one worker and a queue of one can hold at most two requests")
 	t.Logf("%d × 200, %d × 429", ok, full)
 
 	// Once the queue has drained the server accepts work again.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,22 +52,22 @@ func TestLivenessAndMaintenance(t *testing.T) {
 		})
 		code, body := s.liveness(t)
 		require.Equal(t, http.StatusOK, code)
-		assert.Equal(t, "alive", body["status"])
-		assert.Equal(t, true, body["model_ready"])
-		assert.Equal(t, float64(0), jsonNumber(t, body["queue_size"], "queue_size"))
-		assert.Equal(t, float64(7), jsonNumber(t, body["max_queue_size"], "max_queue_size"))
-		assert.Equal(t, []any{float64(1), float64(1)}, body["device_mesh_shape"])
-		assert.Equal(t, "tt-sdxl-trace", body["runner_in_use"])
+		require.Equal(t, "alive", body["status"])
+		require.Equal(t, true, body["model_ready"])
+		require.Equal(t, float64(0), jsonNumber(t, body["queue_size"], "queue_size"))
+		require.Equal(t, float64(7), jsonNumber(t, body["max_queue_size"], "max_queue_size"))
+		require.Equal(t, []any{float64(1), float64(1)}, body["device_mesh_shape"])
+		require.Equal(t, "tt-sdxl-trace", body["runner_in_use"])
 		info, ok := body["worker_info"].(map[string]any)
 		require.Truef(t, ok, "worker_info is %T", body["worker_info"])
 		require.Len(t, info, 2)
 		for _, id := range []string{"0", "1"} {
 			w, ok := info[id].(map[string]any)
 			require.Truef(t, ok, "worker_info has no worker %q: %v", id, info)
-			assert.Equal(t, true, w["is_alive"])
-			assert.Equal(t, true, w["is_ready"])
-			assert.Contains(t, w, "restart_count")
-			assert.Contains(t, w, "error_count")
+			require.Equal(t, true, w["is_alive"])
+			require.Equal(t, true, w["is_ready"])
+			require.Contains(t, w, "restart_count")
+			require.Contains(t, w, "error_count")
 		}
 	})
 
@@ -96,8 +95,8 @@ func TestLivenessAndMaintenance(t *testing.T) {
 		require.Equalf(t, http.StatusUnauthorized, r.Status, "without credentials: %s", r)
 
 		it := validationItem(t, do(t, http.MethodPost, s.URL+"/tt-reset-device", nil, "Authorization", bearer))
-		assert.Equal(t, "missing", it["type"])
-		assert.Equal(t, []any{"query", "device_id"}, it["loc"])
+		require.Equal(t, "missing", it["type"])
+		require.Equal(t, []any{"query", "device_id"}, it["loc"])
 
 		r = do(t, http.MethodPost, s.URL+"/tt-reset-device?device_id=7", nil, "Authorization", bearer)
 		require.Equalf(t, http.StatusNotFound, r.Status, "unknown device: %s", r)
@@ -112,7 +111,7 @@ func TestLivenessAndMaintenance(t *testing.T) {
 			return c["0"] >= before["0"]+1 && ready && status == http.StatusOK
 		})
 		after, _, _ := restartCounts(t, s)
-		assert.Equal(t, before["1"], after["1"], "worker 1 must not restart")
+		require.Equal(t, before["1"], after["1"], "worker 1 must not restart")
 	})
 
 	t.Run("deep reset", func(t *testing.T) {
@@ -155,8 +154,8 @@ func TestWarmupAnswers503(t *testing.T) {
 	require.Equalf(t, http.StatusServiceUnavailable, first.Status, "first liveness answer: %s", first)
 	requireRetryAfter(t, first)
 	body := first.obj(t)
-	assert.Equal(t, "alive", body["status"])
-	assert.Equal(t, false, body["model_ready"])
+	require.Equal(t, "alive", body["status"])
+	require.Equal(t, false, body["model_ready"])
 
 	r := s.postJSON(t, "/image/generations", smallImageBody)
 	require.Equalf(t, http.StatusServiceUnavailable, r.Status, "image request while warming up: %s", r)

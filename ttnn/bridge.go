@@ -11,6 +11,7 @@ package ttnn
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -143,6 +144,6 @@ func parseVisibleDevices(value string, set bool, total int) ([]int, error) {
 }
 
 func isClosed(err error) bool {
-	e, ok := err.(*Error)
-	return ok && e.Kind == ErrClosed
+	var e *Error
+	return errors.As(err, &e) && errors.Is(e.Kind, ErrClosed)
 }

@@ -243,7 +243,7 @@ func (d *Device) submesh(ctx context.Context, mesh MeshShape, offset MeshCoord, 
 	go s.loop(func() error {
 		s.h = h
 		if err := s.describe(); err != nil {
-			s.release()
+			_ = s.release() // the describe error is the one to report
 			return err
 		}
 		return nil

@@ -419,7 +419,7 @@ func FuzzScript(f *testing.F) {
 		for _, in := range fn.Inputs {
 			tt, err := d.Alloc(bg, in, TensorOptions{Retain: true})
 			require.NoError(t, err)
-			defer tt.Free()
+			defer func() { _ = tt.Free() }()
 			ins = append(ins, tt)
 		}
 		b := make([]byte, 4)

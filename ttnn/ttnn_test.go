@@ -152,7 +152,9 @@ func TestChildVisible(t *testing.T) {
 	require.NoError(t, err)
 	d, err := Open(bg, Options{})
 	if err != nil {
-		t.Logf("chips=%d open=%v", n, errors.Unwrap(err).Error()+": "+err.(*Error).Msg)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		t.Logf("chips=%d open=%v", n, errors.Unwrap(err).Error()+": "+e.Msg)
 		return
 	}
 	t.Logf("chips=%d ids=%v", n, d.Info().DeviceIDs)

@@ -265,7 +265,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if tf.file == "" || fs.NArg() == 0 {
-		return errors.New("usage: tt-media-bench check --targets FILE --model M --device D report.json...")
+		return errors.New("usage: tt-media-bench check --targets FILE --model M --device D REPORT.json [REPORT.json ...]")
 	}
 	reports, err := readReports(fs.Args())
 	if err != nil {
@@ -281,7 +281,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("usage: tt-media-bench report report.json...")
+		return errors.New("usage: tt-media-bench report REPORT.json [REPORT.json ...]")
 	}
 	reports, err := readReports(fs.Args())
 	if err != nil {

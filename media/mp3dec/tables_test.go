@@ -38,8 +38,7 @@ func TestTables(t *testing.T) {
 		// Kraft: a complete prefix code has Σ 2^-len = 1, so every bit pattern is a code.
 		kraft := 0.0
 		seen := map[uint32]bool{}
-		var walk func(entries []uint32, depth int)
-		walk = func(entries []uint32, depth int) {
+		walk := func(entries []uint32, depth int) {
 			for _, e := range entries {
 				require.NotZero(t, e, "table %d has a bit pattern that is no code", tab)
 				if e&huffSub != 0 {

@@ -161,7 +161,7 @@ func TestEmitErrorsReachTheChild(t *testing.T) {
 			}
 			require.ErrorIs(t, want.Err, tt.wantErr)
 			require.NotErrorIs(t, got.Err, runners.ErrDeviceLost)
-			if tt.wantErr == refused { // its text crossed the pipe (and classes do, below)
+			if tt.wantErr == refused { //nolint:errorlint // which case this is, not an error check // its text crossed the pipe (and classes do, below)
 				require.EqualError(t, got.Err, want.Err.Error(), "the child's Emit returned the parent's error")
 				return
 			}

@@ -137,8 +137,8 @@ func TestTwinMatchesSimulator(t *testing.T) {
 	require.NoError(t, sim.Open(context.Background()), "open twice is a no-op")
 	info, ok := sim.Info()
 	require.True(t, ok)
-	require.Equal(t, uint64(L1SmallSize), info.L1SmallSize)
-	require.Equal(t, uint64(TraceRegionSize), info.TraceRegionSize)
+	require.Equal(t, L1SmallSize, info.L1SmallSize)
+	require.Equal(t, TraceRegionSize, info.TraceRegionSize)
 	require.Equal(t, CommandQueues, info.CommandQueues)
 
 	twin, err := NewFakeDevice(0)

@@ -2,6 +2,7 @@ package resnet
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -137,7 +138,7 @@ func parseSimFunc(src string) (*simFunc, error) {
 
 func parseDesc(fields []string) (ttnn.TensorDesc, error) {
 	if len(fields) < 3 {
-		return ttnn.TensorDesc{}, fmt.Errorf("want NAME DTYPE DIM...")
+		return ttnn.TensorDesc{}, errors.New("want NAME DTYPE DIM [DIM ...]")
 	}
 	d := ttnn.TensorDesc{Name: fields[0]}
 	switch fields[1] {

@@ -242,8 +242,8 @@ func TestCNNFactory(t *testing.T) {
 	require.NotNil(t, c.sim)
 	opts := c.sim.Options()
 	require.Equal(t, ttnn.MeshShape{Rows: 1, Cols: 2}, opts.Mesh)
-	require.Equal(t, uint64(L1SmallSize), opts.L1SmallSize)
-	require.Equal(t, uint64(TraceRegionSize), opts.TraceRegionSize)
+	require.Equal(t, L1SmallSize, opts.L1SmallSize)
+	require.Equal(t, TraceRegionSize, opts.TraceRegionSize)
 	require.Equal(t, CommandQueues, opts.CommandQueues)
 	require.Equal(t, ttnn.DispatchEth, opts.Dispatch)
 

@@ -24,9 +24,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// binaryEnv names an optional prebuilt server binary to test instead of building one.
-const binaryEnv = e2e.BinaryEnv
-
 var (
 	// binPath is the tt-media-server binary under test.
 	binPath string

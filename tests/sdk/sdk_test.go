@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"image/jpeg"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,9 +287,9 @@ func TestGoSDK(t *testing.T) {
 			require.ErrorAs(t, err, &apiErr)
 			count[apiErr.StatusCode]++
 			switch apiErr.StatusCode {
-			case 429:
+			case http.StatusTooManyRequests:
 				requireAPIError(t, err, 429, "", "rate_limit_exceeded", map[string]string{"Retry-After": "", "retry-after-ms": "", "x-should-retry": "true"})
-			case 504:
+			case http.StatusGatewayTimeout:
 				requireAPIError(t, err, 504, "", "timeout", map[string]string{"x-should-retry": "false"})
 			default:
 				t.Fatalf("want 429 or 504, got %s", apiErr.RawJSON())

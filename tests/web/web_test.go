@@ -143,7 +143,7 @@ func startServer(t *testing.T, overrides map[string]string) string {
 			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			t.Logf("killed server: %v", <-done)
 			t.Errorf("server did not stop within 10 s of SIGTERM")
 		}
 		if t.Failed() {

@@ -69,7 +69,6 @@ func TestTorchGolden(t *testing.T) {
 		require.True(t, ok, name)
 		require.Len(t, cases, 28)
 		for _, c := range cases {
-			c := c
 			t.Run(name+"/"+strconv.FormatUint(c.Seed, 10)+"/"+strconv.Itoa(c.Numel), func(t *testing.T) {
 				got := draw(t, k, c)
 				require.Len(t, got, c.Numel)

@@ -311,7 +311,6 @@ func (a *Adapter) layers(tensors map[string]Tensor, name string) error {
 			p = &parts{m: m}
 			byKey[key] = p
 		}
-		t := t
 		switch r {
 		case "down":
 			if p.down != nil {

@@ -315,7 +315,7 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 			require.Equal(t, tc.real, isReal, "runner %T", r)
 			if isReal {
 				c := configFor(runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: tc.s})
-				require.Equal(t, uint64(TraceRegionSize), c.Device.TraceRegionSize)
+				require.Equal(t, TraceRegionSize, c.Device.TraceRegionSize)
 				require.InDelta(t, 0.02/(153.5e-3/30+3*9.524e-3), c.Device.SimLatencyScale, 1e-9)
 			}
 		})
