@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# check-boundaries.sh: the package boundaries of docs/DEVELOPERS.md, proved with `go list` on
+# the real import graph (.ci/run and `make lint` run it next to golangci-lint, whose depguard
+# cannot see cgo's import "C": cgo files reach the linters already translated).
+#   * cgo only in ttnn/ and media/ (packages with CgoFiles);
+#   * gin only in server/ (direct imports);
+#   * no package imports a runner hub: runners/<family> packages are imported by the families'
+#     registry, the server binary and tests only, never by one another's simulated runners.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=$(go list -m)
+fail=0
+
+cgo=$(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v -E "^$mod/(ttnn|media)(/|$)" || true)
+if [ -n "$cgo" ]; then
+	echo "cgo outside ttnn/ and media/:"; echo "$cgo" | sed 's/^/  /'; fail=1
+fi
+
+gin=$(go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... |
+	awk -v mod="$mod" '$1 !~ "^"mod"/server$" { for (i = 2; i <= NF; i++) if ($i ~ /^github.com\/gin-gonic\//) print $1 }' | sort -u)
+if [ -n "$gin" ]; then
+	echo "gin imported outside server/:"; echo "$gin" | sed 's/^/  /'; fail=1
+fi
+
+hub=$(go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}' ./... |
+	awk -v mod="$mod" '{ for (i = 2; i <= NF; i++) if ($i == mod"/runners/mock") print $1 }' | sort -u)
+if [ -n "$hub" ]; then
+	echo "packages importing the old runners/mock hub:"; echo "$hub" | sed 's/^/  /'; fail=1
+fi
+
+if [ "$fail" = 0 ]; then
+	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock"
+fi
+exit "$fail"
