@@ -343,3 +343,16 @@ func (s *Server) answerSniffErr(c *gin.Context, err error) {
 	}
 	s.failFor(c, err)
 }
+
+// jsonBody is readBody decoded as a JSON object (parseBody), reusing the dialect check's
+// decode when there was one.
+func jsonBody(c *gin.Context) (*body, error) {
+	if sb := sniffed(c); sb != nil && sb.json != nil {
+		return sb.json, nil
+	}
+	data, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	return parseBody(data)
+}
