@@ -44,14 +44,13 @@ func TestPythonAudioFields(t *testing.T) {
 	wav := testWAV(16000, 32000)
 	b64 := base64.StdEncoding.EncodeToString(wav)
 	type want struct {
-		status       int
-		ctype        string
-		body         string // exact body when set
-		contains     []string
-		temps        []float64
-		thresholds   [3]*float64
-		prompt       string
-		noResultLine bool
+		status     int
+		ctype      string
+		body       string // exact body when set
+		contains   []string
+		temps      []float64
+		thresholds [3]*float64
+		prompt     string
 	}
 	headDefaults := [3]*float64{f64(2.4), f64(-2.0), f64(0.6)}
 	tests := []struct {

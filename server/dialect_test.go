@@ -205,7 +205,7 @@ func TestNoAuth(t *testing.T) {
 	h := New(Deps{Settings: cfg, Service: runners.ServiceImage, Sched: imageFake()}).Handler()
 	for _, path := range []string{"/image/generations", "/v1/images/generations"} {
 		for _, auth := range []string{"", "Bearer wrong"} {
-			req := httptest.NewRequest("POST", path, bytes.NewReader([]byte(`{"prompt":"a"}`)))
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader([]byte(`{"prompt":"a"}`)))
 			req.Header.Set("Content-Type", "application/json")
 			if auth != "" {
 				req.Header.Set("Authorization", auth)
@@ -215,13 +215,13 @@ func TestNoAuth(t *testing.T) {
 			require.Equal(t, 200, w.Code, "%s %q: %s", path, auth, w.Body.String())
 		}
 	}
-	req := httptest.NewRequest("GET", "/v1/models", nil)
+	req := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	require.Equal(t, 200, w.Code)
 	// Without NO_AUTH the same requests are refused.
 	h = newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
-	req = httptest.NewRequest("POST", "/v1/images/generations", bytes.NewReader([]byte(`{"prompt":"a"}`)))
+	req = httptest.NewRequest(http.MethodPost, "/v1/images/generations", bytes.NewReader([]byte(`{"prompt":"a"}`)))
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	require.Equal(t, 401, w.Code)
@@ -231,7 +231,7 @@ func TestModelsServedNameAndSchema(t *testing.T) {
 	cfg := testSettings()
 	cfg.ServedModelName = "my-sdxl"
 	h := New(Deps{Settings: cfg, Service: runners.ServiceImage, Sched: imageFake()}).Handler()
-	req := httptest.NewRequest("GET", "/v1/models", nil)
+	req := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
 	req.Header.Set("Authorization", "Bearer k")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
@@ -260,7 +260,7 @@ func TestModelsServedNameAndSchema(t *testing.T) {
 	require.Equal(t, 200, w.Code, w.Body.String())
 	// Audio models carry no schema.
 	h = newOpenAIServer(runners.ServiceAudio, "tt-whisper", audioFake(&runners.TranscriptionResult{}))
-	req = httptest.NewRequest("GET", "/v1/models", nil)
+	req = httptest.NewRequest(http.MethodGet, "/v1/models", nil)
 	req.Header.Set("Authorization", "Bearer k")
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, req)

@@ -79,10 +79,3 @@ func (b *memBudget) release(n int64) {
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
 }
-
-// inUse is the memory reserved now.
-func (b *memBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
