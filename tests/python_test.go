@@ -333,6 +333,22 @@ func TestPythonFaults(t *testing.T) {
 			return ready && counts["0"] == 1
 		})
 	})
+	t.Run("a runner class that cannot load fails the worker at once", func(t *testing.T) {
+		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "DEVICE_IDS": "(0)",
+			"PYTHON_RUNNER_CLASS": "no_such_module:Runner"}))
+		eventually(t, 15*time.Second, "the worker failed", func() bool {
+			if _, err := tryDo(http.MethodGet, f.URL+"/tt-liveness", nil); err != nil {
+				return false
+			}
+			return workerInfo(t, f)["0"]["state"] == "failed"
+		})
+		w := workerInfo(t, f)["0"]
+		require.Contains(t, w["last_error"], "ModuleNotFoundError: No module named 'no_such_module'")
+		require.Contains(t, w["last_error"], "PYTHON_RUNNER_CLASS='no_such_module:Runner'")
+		require.EqualValues(t, 0, w["restart_count"], "a configuration error is not retried")
+		f.sigterm(t)
+		require.Equal(t, 0, f.waitExit(t, 10*time.Second))
+	})
 	t.Run("warm-up failure", func(t *testing.T) {
 		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "DEVICE_IDS": "(0)",
 			"FAKE_RUNNER_WARMUP_FAIL": "no weights here", "MAX_WORKER_RESTART_COUNT": "0"}))

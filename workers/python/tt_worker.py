@@ -68,6 +68,30 @@ REQUESTS = {
     "cnn": ("domain.image_search_request", "ImageSearchRequest"),
 }
 
+# ISO-639-1 code -> whisper's language name, as the Go runners answer (runners/whisper/tokenizer).
+WHISPER_LANGUAGES = {
+    "en": "english", "zh": "chinese", "de": "german", "es": "spanish", "ru": "russian",
+    "ko": "korean", "fr": "french", "ja": "japanese", "pt": "portuguese", "tr": "turkish",
+    "pl": "polish", "ca": "catalan", "nl": "dutch", "ar": "arabic", "sv": "swedish",
+    "it": "italian", "id": "indonesian", "hi": "hindi", "fi": "finnish", "vi": "vietnamese",
+    "he": "hebrew", "uk": "ukrainian", "el": "greek", "ms": "malay", "cs": "czech",
+    "ro": "romanian", "da": "danish", "hu": "hungarian", "ta": "tamil", "no": "norwegian",
+    "th": "thai", "ur": "urdu", "hr": "croatian", "bg": "bulgarian", "lt": "lithuanian",
+    "la": "latin", "mi": "maori", "ml": "malayalam", "cy": "welsh", "sk": "slovak", "te": "telugu",
+    "fa": "persian", "lv": "latvian", "bn": "bengali", "sr": "serbian", "az": "azerbaijani",
+    "sl": "slovenian", "kn": "kannada", "et": "estonian", "mk": "macedonian", "br": "breton",
+    "eu": "basque", "is": "icelandic", "hy": "armenian", "ne": "nepali", "mn": "mongolian",
+    "bs": "bosnian", "kk": "kazakh", "sq": "albanian", "sw": "swahili", "gl": "galician",
+    "mr": "marathi", "pa": "punjabi", "si": "sinhala", "km": "khmer", "sn": "shona",
+    "yo": "yoruba", "so": "somali", "af": "afrikaans", "oc": "occitan", "ka": "georgian",
+    "be": "belarusian", "tg": "tajik", "sd": "sindhi", "gu": "gujarati", "am": "amharic",
+    "yi": "yiddish", "lo": "lao", "uz": "uzbek", "fo": "faroese", "ht": "haitian creole",
+    "ps": "pashto", "tk": "turkmen", "nn": "nynorsk", "mt": "maltese", "sa": "sanskrit",
+    "lb": "luxembourgish", "my": "myanmar", "bo": "tibetan", "tl": "tagalog", "mg": "malagasy",
+    "as": "assamese", "tt": "tatar", "haw": "hawaiian", "ln": "lingala", "ha": "hausa",
+    "ba": "bashkir", "jw": "javanese", "su": "sundanese", "yue": "cantonese",
+}
+
 log = logging.getLogger("tt_worker")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -373,6 +397,12 @@ def build_request(job_id, w, blobs):
             "temperatures": r.get("temperature", 0.0),
             "prompt": r.get("prompt", ""),
         }
+        temps = r.get("temperatures")
+        if temps:  # HEAD's whole fallback schedule
+            fields["temperatures"] = tuple(temps) if len(temps) > 1 else temps[0]
+        for k in ("compression_ratio_threshold", "logprob_threshold", "no_speech_threshold"):
+            if r.get(k) is not None:
+                fields[k] = r[k]
         private = {
             "_task_id": str(job_id),
             "_audio_array": samples,
@@ -436,7 +466,8 @@ def transcript_result(resp, wire_req):
         resp = {"text": resp}
     segments = get(resp, "segments")
     speakers = get(resp, "speakers")
-    language = wire_req.get("language") or os.environ.get("AUDIO_LANGUAGE", "English").lower()
+    language = wire_req.get("language") or os.environ.get("AUDIO_LANGUAGE", "English")
+    language = WHISPER_LANGUAGES.get(language.lower(), language.lower())
     return {"transcript": {
         "text": get(resp, "text") or "",
         "task": wire_req.get("task") or "transcribe",
@@ -653,7 +684,15 @@ class Worker:
         error = None
         try:
             if self.runner is None:
-                cls = runner_class(self.runner_name)
+                try:
+                    cls = runner_class(self.runner_name)
+                except Exception as ex:  # noqa: BLE001 - no retry can fix the configuration
+                    log.error("cannot load the runner class:\n%s", traceback.format_exc())
+                    self.send(Out("ready", version=PROTOCOL_VERSION, error={"class": "config", "message": (
+                        f"warm-up of {self.runner_name}: {type(ex).__name__}: {ex} (PYTHON_RUNNER_PATH="
+                        f"{os.environ.get('PYTHON_RUNNER_PATH', '')!r}, PYTHON_RUNNER_CLASS="
+                        f"{os.environ.get('PYTHON_RUNNER_CLASS', '')!r})")}))
+                    return
                 log.info("runner %s: %s.%s on device group %r (TT_VISIBLE_DEVICES=%s)", self.runner_name,
                          cls.__module__, cls.__name__, self.group, os.environ.get("TT_VISIBLE_DEVICES", ""))
                 self.runner = cls(self.group)
