@@ -78,6 +78,7 @@ type rawEnv struct {
 	MockStepLatency  envSeconds `envconfig:"MOCK_STEP_SECONDS" default:"0.05"`
 	MockAudioLatency envSeconds `envconfig:"MOCK_AUDIO_SECONDS_PER_SECOND" default:"0.02"`
 	MockImageLatency envSeconds `envconfig:"MOCK_CNN_SECONDS" default:"0.005"`
+	MockImage        string     `envconfig:"MOCK_IMAGE" default:"scene"`
 
 	LogLevel    string `envconfig:"LOG_LEVEL" default:"INFO"`
 	LogFile     string `envconfig:"LOG_FILE"`

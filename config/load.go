@@ -144,6 +144,9 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	if err := checkBackend(s); err != nil {
 		return nil, err
 	}
+	if s.MockImage != "scene" && s.MockImage != "solid" {
+		return nil, invalid("MOCK_IMAGE", raw.MockImage, "accepted: scene, solid")
+	}
 
 	idsSource := "DEVICE_IDS"
 	meshSource := "DEVICE_MESH_SHAPE"
@@ -265,6 +268,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MockStepLatency:  time.Duration(r.MockStepLatency),
 		MockAudioLatency: time.Duration(r.MockAudioLatency),
 		MockImageLatency: time.Duration(r.MockImageLatency),
+		MockImage:        strings.ToLower(strings.TrimSpace(r.MockImage)),
 
 		LogLevel:    strings.ToUpper(strings.TrimSpace(r.LogLevel)),
 		LogFile:     r.LogFile,

@@ -133,6 +133,9 @@ type Settings struct {
 	MockStepLatency  time.Duration // MOCK_STEP_SECONDS: per denoising step, default 0.05
 	MockAudioLatency time.Duration // MOCK_AUDIO_SECONDS_PER_SECOND: per second of audio, default 0.02
 	MockImageLatency time.Duration // MOCK_CNN_SECONDS: per classified image, default 0.005
+	// MockImage is MOCK_IMAGE: "scene" (default: a picture that depends on the request) or
+	// "solid" (the Python mock runner's solid 1024² image, for like-for-like benchmarks).
+	MockImage string
 
 	// Logging.
 	LogLevel string // LOG_LEVEL, default INFO; upper-cased, one of DEBUG INFO WARNING WARN ERROR CRITICAL FATAL NOTSET
@@ -264,6 +267,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MOCK_STEP_SECONDS":                             s.MockStepLatency.Seconds(),
 		"MOCK_AUDIO_SECONDS_PER_SECOND":                 s.MockAudioLatency.Seconds(),
 		"MOCK_CNN_SECONDS":                              s.MockImageLatency.Seconds(),
+		"MOCK_IMAGE":                                    s.MockImage,
 		"LOG_LEVEL":                                     s.LogLevel,
 		"LOG_FILE":                                      s.LogFile,
 		"PPROF_ADDR":                                    s.PprofAddr,

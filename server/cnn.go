@@ -42,11 +42,19 @@ func parseCNNUpload(r *http.Request) (*cnnUpload, error) {
 	if err != nil {
 		return nil, bodyErr(err)
 	}
+	// The base64 image is most of the body: cut it out before the generic parser sees it.
+	reduced, long, cut := cutLongString(data, "prompt")
+	if cut {
+		data = reduced
+	}
 	b, err := parseBody(data)
 	if err != nil {
 		return nil, err
 	}
 	prompt, ok := b.str("prompt", true)
+	if cut {
+		prompt = string(long)
+	}
 	if v := b.int("top_k"); v != nil && b.rangeCheck("top_k", float64(*v), 1, 1000, false, rawInput(b, "top_k")) {
 		up.topK = int(*v)
 	}

@@ -374,6 +374,17 @@ func TestTraceRules(t *testing.T) {
 	require.NoError(t, a.Write(bg, 0, f32s(9, 9, 9, 9, 9, 9)))
 	require.NoError(t, tr.Replay(bg, true))
 	require.NotEqual(t, want, read(t, outs[0]), "replay reads the current inputs")
+	// A replay with unchanged inputs skips the computation (the memo) but must notice any
+	// write: back to the first inputs, and a host write over the output itself.
+	changed := read(t, outs[0])
+	require.NoError(t, tr.Replay(bg, true))
+	require.Equal(t, changed, read(t, outs[0]), "unchanged inputs, unchanged output")
+	require.NoError(t, a.Write(bg, 0, in))
+	require.NoError(t, tr.Replay(bg, true))
+	require.Equal(t, want, read(t, outs[0]), "a written input is seen by the next replay")
+	require.NoError(t, outs[0].Write(bg, 0, make([]byte, len(want))))
+	require.NoError(t, tr.Replay(bg, true))
+	require.Equal(t, want, read(t, outs[0]), "an overwritten output is computed again")
 	require.ErrorIs(t, outs[0].Free(), ErrBusy, "trace output is pinned by the trace")
 
 	// A second capture of 2 runs (8192 B) does not fit next to the first (4096 B of 10000 B).

@@ -17,6 +17,16 @@ func ToBF16(dst []uint16, src []float32) []uint16 {
 	return dst
 }
 
+// bf16LE writes src as little-endian bfloat16 bytes into dst (2 per value): ToBF16 and the
+// byte layout in one pass.
+func bf16LE(dst []byte, src []float32) {
+	dst = dst[:2*len(src)]
+	for i, f := range src {
+		b := BF16(f)
+		dst[2*i], dst[2*i+1] = byte(b), byte(b>>8)
+	}
+}
+
 // BF16 is one float32 rounded to bfloat16 bits.
 func BF16(f float32) uint16 {
 	b := math.Float32bits(f)

@@ -59,7 +59,6 @@ type SimDevice struct {
 	outs   []*ttnn.Tensor // the trace's outputs, one per slot
 	trace  *ttnn.Trace
 	dirty  []bool // slot holds a non-zero image from an earlier batch
-	bf     []uint16
 	inb    []byte
 	outb   []byte
 	logits []float32
@@ -77,7 +76,6 @@ func NewSimDevice(cfg SimConfig) (*SimDevice, error) {
 	return &SimDevice{
 		cfg: cfg, fn: fn,
 		dirty:  make([]bool, fn.batch),
-		bf:     make([]uint16, ImageElems),
 		inb:    make([]byte, fn.in.Bytes()),
 		outb:   make([]byte, fn.out.Bytes()),
 		logits: make([]float32, fn.batch*NumClasses),
@@ -207,8 +205,7 @@ func (d *SimDevice) Run(ctx context.Context, batch []float32, n int) ([]float32,
 		if i >= n && !d.dirty[i] {
 			continue // padding already zero on the device
 		}
-		ToBF16(d.bf, batch[i*ImageElems:(i+1)*ImageElems])
-		bf16Bytes(d.inb, d.bf)
+		bf16LE(d.inb, batch[i*ImageElems:(i+1)*ImageElems])
 		if err := in.Write(ctx, 1, d.inb); err != nil {
 			return nil, fmt.Errorf("write input %d: %w", i, simdev.DeviceErr(err))
 		}

@@ -8,6 +8,7 @@
 package resnet
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -115,20 +116,15 @@ func PreprocessInto(dst []float32, img image.Image, interp Interp) error {
 	g := GeometryFor(src.w, src.h)
 	switch interp {
 	case PILBilinear:
-		resizeCropPIL(crop[:], src, g)
+		// Resize, crop and normalisation fused: only the crop's pixels are computed.
+		resizeCropPIL(nil, dst[:ImageElems], src, g)
+		return nil
 	case TorchBilinear:
 		resizeCropTorch(crop[:], src, g)
 	default:
 		return fmt.Errorf("resnet preprocess: unknown interpolation %d", interp)
 	}
-	const plane = InputSize * InputSize
-	for c := range Channels {
-		lut := &normLUT[c]
-		out := dst[c*plane : (c+1)*plane]
-		for i := range out {
-			out[i] = lut[crop[i*Channels+c]]
-		}
-	}
+	normalize(dst[:ImageElems], crop[:])
 	return nil
 }
 
@@ -140,10 +136,11 @@ type pixels struct {
 }
 
 // resizeCropPIL writes into dst (224×224 RGB, interleaved) the centre crop of PIL's
-// Image.resize((g.ResizedW, g.ResizedH), BILINEAR) of src. Only the pixels inside the crop are
+// Image.resize((g.ResizedW, g.ResizedH), BILINEAR) of src; with norm set (len ImageElems) it
+// writes the normalised planar tensor there instead, row by row as the crop is computed. Only the pixels inside the crop are
 // computed; each is bit-identical to PIL's (horizontal pass first, rounded to uint8, then the
 // vertical pass, as ImagingResampleInner does).
-func resizeCropPIL(dst []uint8, src pixels, g Geometry) {
+func resizeCropPIL(dst []uint8, norm []float32, src pixels, g Geometry) {
 	needH := g.ResizedW != src.w
 	needV := g.ResizedH != src.h
 	var hc, vc imaging.PILCoeffs
@@ -175,43 +172,124 @@ func resizeCropPIL(dst []uint8, src pixels, g Geometry) {
 			}
 			continue
 		}
-		for x := range InputSize {
-			ox := g.CropLeft + x
-			xmin, n := hc.Bounds[2*ox], hc.Bounds[2*ox+1]
-			k := hc.K[ox*hc.KSize : ox*hc.KSize+n]
-			s0, s1, s2 := int32(1<<(imaging.PILPrecisionBits-1)), int32(1<<(imaging.PILPrecisionBits-1)), int32(1<<(imaging.PILPrecisionBits-1))
-			p := in[4*xmin : 4*(xmin+n)]
-			for i, w := range k {
-				s0 += int32(p[4*i]) * w
-				s1 += int32(p[4*i+1]) * w
-				s2 += int32(p[4*i+2]) * w
-			}
-			out[3*x], out[3*x+1], out[3*x+2] = imaging.PILClip8(s0), imaging.PILClip8(s1), imaging.PILClip8(s2)
-		}
+		hpass(out, in, &hc, g.CropLeft)
 	}
 	if !needV {
+		if norm != nil {
+			normalize(norm, tmp[:InputSize*InputSize*Channels])
+			return
+		}
 		copy(dst, tmp[:InputSize*InputSize*Channels])
 		return
 	}
-	// Vertical pass.
+	// Vertical pass, two interleaved samples per uint64 (see hpass), fused with the
+	// normalisation when norm is set.
 	const rowLen = InputSize * Channels
-	var acc [rowLen]int32
+	var acc [rowLen / 2]uint64
+	var crop [rowLen]uint8
 	for y := range InputSize {
 		oy := g.CropTop + y
 		ymin, n := vc.Bounds[2*oy]-rowFirst, vc.Bounds[2*oy+1]
 		k := vc.K[oy*vc.KSize : oy*vc.KSize+n]
 		for i := range acc {
-			acc[i] = 1 << (imaging.PILPrecisionBits - 1)
+			acc[i] = half | half<<32
 		}
-		for i, w := range k {
-			row := tmp[(ymin+i)*rowLen : (ymin+i+1)*rowLen]
-			for j, v := range row {
-				acc[j] += int32(v) * w
+		rows := tmp[ymin*rowLen : (ymin+n)*rowLen]
+		for len(k) >= 2 {
+			r0, r1 := rows[:rowLen:rowLen], rows[rowLen:2*rowLen:2*rowLen]
+			w0, w1 := uint64(uint32(k[0])), uint64(uint32(k[1]))
+			for j := range acc {
+				a := uint64(binary.LittleEndian.Uint16(r0[2*j:]))
+				b := uint64(binary.LittleEndian.Uint16(r1[2*j:]))
+				acc[j] += ((a&0xFF)|(a>>8)<<32)*w0 + ((b&0xFF)|(b>>8)<<32)*w1
+			}
+			k, rows = k[2:], rows[2*rowLen:]
+		}
+		if len(k) == 1 {
+			r0 := rows[:rowLen:rowLen]
+			w0 := uint64(uint32(k[0]))
+			for j := range acc {
+				a := uint64(binary.LittleEndian.Uint16(r0[2*j:]))
+				acc[j] += ((a & 0xFF) | (a>>8)<<32) * w0
 			}
 		}
-		out := dst[y*rowLen : (y+1)*rowLen]
+		out := crop[:]
+		if norm == nil {
+			out = dst[y*rowLen : (y+1)*rowLen]
+		}
 		for j, v := range acc {
-			out[j] = imaging.PILClip8(v)
+			out[2*j] = clip8u(uint32(v))
+			out[2*j+1] = clip8u(uint32(v >> 32))
+		}
+		if norm != nil {
+			const plane = InputSize * InputSize
+			r := norm[y*InputSize : y*InputSize+InputSize]
+			gg := norm[plane+y*InputSize : plane+y*InputSize+InputSize]
+			b := norm[2*plane+y*InputSize : 2*plane+y*InputSize+InputSize]
+			for x := range InputSize {
+				px := crop[3*x : 3*x+3 : 3*x+3]
+				r[x], gg[x], b[x] = normLUT[0][px[0]], normLUT[1][px[1]], normLUT[2][px[2]]
+			}
+		}
+	}
+}
+
+// half is 0.5 in PIL's fixed point, the rounding bias of every sum.
+const half = 1 << (imaging.PILPrecisionBits - 1)
+
+// hpass computes one row of the crop's horizontal pass: for output columns cropLeft..+223,
+// PIL's bilinear taps over the RGBX row in, rounded to uint8 into out (RGB interleaved).
+// Bilinear weights are non-negative and sum to 1<<22 (± rounding), so a channel's sum stays
+// below 2^31: R and B share one uint64 (R in the low 32 bits, B in the high), halving the
+// multiplies; the result is bit-identical to three int32 sums.
+func hpass(out, in []uint8, hc *imaging.PILCoeffs, cropLeft int) {
+	for x := range InputSize {
+		ox := cropLeft + x
+		xmin, n := hc.Bounds[2*ox], hc.Bounds[2*ox+1]
+		k := hc.K[ox*hc.KSize : ox*hc.KSize+n]
+		p := in[4*xmin : 4*(xmin+n)]
+		rb, gs := uint64(half|half<<32), uint32(half)
+		for len(k) >= 4 && len(p) >= 16 {
+			v0 := uint64(binary.LittleEndian.Uint32(p))
+			v1 := uint64(binary.LittleEndian.Uint32(p[4:]))
+			v2 := uint64(binary.LittleEndian.Uint32(p[8:]))
+			v3 := uint64(binary.LittleEndian.Uint32(p[12:]))
+			w0, w1, w2, w3 := uint64(uint32(k[0])), uint64(uint32(k[1])), uint64(uint32(k[2])), uint64(uint32(k[3]))
+			rb += ((v0&0xFF)|(v0&0xFF0000)<<16)*w0 + ((v1&0xFF)|(v1&0xFF0000)<<16)*w1 +
+				((v2&0xFF)|(v2&0xFF0000)<<16)*w2 + ((v3&0xFF)|(v3&0xFF0000)<<16)*w3
+			gs += uint32((v0>>8)&0xFF)*uint32(w0) + uint32((v1>>8)&0xFF)*uint32(w1) +
+				uint32((v2>>8)&0xFF)*uint32(w2) + uint32((v3>>8)&0xFF)*uint32(w3)
+			k, p = k[4:], p[16:]
+		}
+		for len(k) >= 2 && len(p) >= 8 {
+			v0 := uint64(binary.LittleEndian.Uint32(p))
+			v1 := uint64(binary.LittleEndian.Uint32(p[4:]))
+			w0, w1 := uint64(uint32(k[0])), uint64(uint32(k[1]))
+			rb += ((v0&0xFF)|(v0&0xFF0000)<<16)*w0 + ((v1&0xFF)|(v1&0xFF0000)<<16)*w1
+			gs += uint32((v0>>8)&0xFF)*uint32(w0) + uint32((v1>>8)&0xFF)*uint32(w1)
+			k, p = k[2:], p[8:]
+		}
+		if len(k) == 1 && len(p) >= 4 {
+			v := uint64(binary.LittleEndian.Uint32(p))
+			rb += ((v & 0xFF) | (v&0xFF0000)<<16) * uint64(uint32(k[0]))
+			gs += uint32((v>>8)&0xFF) * uint32(k[0])
+		}
+		o := out[3*x : 3*x+3 : 3*x+3]
+		o[0], o[1], o[2] = clip8u(uint32(rb)), clip8u(gs), clip8u(uint32(rb>>32))
+	}
+}
+
+// clip8u is clip8 for a non-negative sum.
+func clip8u(v uint32) uint8 { return uint8(min(v>>imaging.PILPrecisionBits, 255)) }
+
+// normalize writes the planar normalised tensor of an interleaved 224×224 RGB crop.
+func normalize(dst []float32, crop []uint8) {
+	const plane = InputSize * InputSize
+	for c := range Channels {
+		lut := &normLUT[c]
+		out := dst[c*plane : (c+1)*plane]
+		for i := range out {
+			out[i] = lut[crop[i*Channels+c]]
 		}
 	}
 }

@@ -54,9 +54,12 @@ type Config struct {
 // image, runs the requests of a scheduler batch in device batches of BatchSize (padding the
 // last), and answers every request with its own ranked classes.
 type Runner struct {
-	cfg    Config
-	cls    *Classifier
-	buf    []float32 // one device batch, reused
+	cfg Config
+	cls *Classifier
+	buf []float32 // one device batch, reused
+	// used is how many leading slots of buf may hold an earlier batch's images: the padding
+	// after a batch of n is cleared only up to there, not all 16 slots every time.
+	used   int
 	closed atomic.Bool
 	once   sync.Once
 }
@@ -161,7 +164,10 @@ func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []run
 	outs := make([]runners.Outcome, len(reqs))
 	n := len(reqs)
 	r.preprocess(reqs)
-	clear(r.buf[n*ImageElems:]) // padding
+	if r.used > n {
+		clear(r.buf[n*ImageElems : r.used*ImageElems]) // padding left by a larger batch
+	}
+	r.used = n
 	start := time.Now()
 	logits, err := r.cfg.Device(ctx, r.buf, n)
 	if r.cfg.Logger != nil {

@@ -236,16 +236,16 @@ func (f *simFunc) logits(prefix uint64, img []uint16, dst []float32) {
 	}
 }
 
-// bf16Bytes writes v as little-endian bytes into dst (2 bytes per value).
-func bf16Bytes(dst []byte, v []uint16) {
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(dst[2*i:], x)
-	}
-}
-
 // f32FromBytes reads little-endian float32 values.
 func f32FromBytes(dst []float32, b []byte) {
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+}
+
+// bf16Bytes writes v as little-endian bytes into dst (2 bytes per value).
+func bf16Bytes(dst []byte, v []uint16) {
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(dst[2*i:], x)
 	}
 }

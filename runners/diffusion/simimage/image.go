@@ -15,6 +15,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
@@ -48,6 +49,9 @@ func Factory(model string) runners.Factory {
 		if spec.Settings != nil && spec.Settings.NumInferenceSteps > 0 {
 			r.defaultSteps = spec.Settings.NumInferenceSteps
 		}
+		if spec.Settings != nil && spec.Settings.MockImage == "solid" {
+			r.solid = solidImage(r.size)
+		}
 		r.dev.Cfg = simdev.ConfigFor(model, spec)
 		if spec.Settings != nil {
 			r.loraRoot = spec.Settings.LoRARoot
@@ -77,6 +81,59 @@ type imageRunner struct {
 	// loraRoot is LORA_ROOT; loras caches the adapters read from it.
 	loraRoot string
 	loras    *lora.Cache
+	// solid, when set (MOCK_IMAGE=solid), is the picture of every request: the Python mock
+	// runner's solid 1024² image, for like-for-like comparisons with it.
+	solid *image.RGBA
+	// renders keeps the last few pictures by their parameters: a repeated request (same
+	// prompts, seed, steps, guidance) costs no render. Pictures are shared: read-only.
+	renders renderCache
+}
+
+// Python's mock runner answers Image.new("RGB", (1024, 1024), (120, 60, 200)).
+var solidColour = [3]uint8{120, 60, 200}
+
+// solidImage is a size×size opaque picture of solidColour.
+func solidImage(size int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, size, size))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = solidColour[0], solidColour[1], solidColour[2], 0xFF
+	}
+	return img
+}
+
+// renderCacheSize is how many pictures renderCache keeps (4 MiB each at 1024²).
+const renderCacheSize = 4
+
+// renderCache is a small most-recently-used cache of rendered pictures.
+type renderCache struct {
+	mu      sync.Mutex
+	entries []renderEntry // most recent last
+}
+
+type renderEntry struct {
+	p   renderParams
+	img *image.RGBA
+}
+
+func (c *renderCache) get(p renderParams) *image.RGBA {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, e := range c.entries {
+		if e.p == p {
+			c.entries = append(append(c.entries[:i:i], c.entries[i+1:]...), e)
+			return e.img
+		}
+	}
+	return nil
+}
+
+func (c *renderCache) put(p renderParams, img *image.RGBA) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) == renderCacheSize {
+		c.entries = append(c.entries[:0], c.entries[1:]...)
+	}
+	c.entries = append(c.entries, renderEntry{p, img})
 }
 
 // New returns the simulated SDXL (tt-sdxl-trace) or SD3.5 (tt-sd3.5; any model name containing
@@ -207,7 +264,11 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 			t.Progress(done, p.steps)
 		}
 		if sent < len(at) && at[sent] == done {
-			err := t.Emit(&runners.ImagePartial{Index: sent, Step: done, Steps: p.steps, Image: renderPreview(p, r.size, done)})
+			pv := renderPreview(p, r.size, done)
+			if r.solid != nil {
+				pv = solidImage(max(1, (r.size+3)/4))
+			}
+			err := t.Emit(&runners.ImagePartial{Index: sent, Step: done, Steps: p.steps, Image: pv})
 			if err != nil {
 				if cerr := ctx.Err(); cerr != nil {
 					return nil, fmt.Errorf("%s: partial image %d after step %d: %w", r.model, sent, done, errors.Join(err, cerr))
@@ -223,11 +284,21 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 	if err := r.dev.Run(ctx, progVAE, 1, 0); err != nil {
 		return nil, fmt.Errorf("%s: VAE decode: %w", r.model, err)
 	}
-	out := render(p, r.size)
-	if work != nil {
-		work.blend(out)
+	if r.solid != nil {
+		return r.solid, nil
 	}
-	return out, nil
+	if work != nil {
+		// A fresh picture: the blend writes into it, so it is not shared through the cache.
+		out := render(p, r.size)
+		work.blend(out)
+		return out, nil
+	}
+	if img := r.renders.get(p); img != nil {
+		return img, nil
+	}
+	img := render(p, r.size)
+	r.renders.put(p, img)
+	return img, nil
 }
 
 // renderParams are the request's values that shape the picture.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"image"
+	"image/color"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
@@ -255,4 +257,44 @@ func BenchmarkImageRender1024(b *testing.B) {
 	for b.Loop() {
 		render(p, 1024)
 	}
+}
+
+// TestSolidImage: MOCK_IMAGE=solid answers every request with the Python mock's solid
+// 1024² picture (120, 60, 200), previews included.
+func TestSolidImage(t *testing.T) {
+	r, err := Factory(runners.RunnerSDXL)(runners.WorkerSpec{Settings: &config.Settings{MockImage: "solid"}})
+	require.NoError(t, err)
+	var previews []image.Image
+	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.ImageRequest{Prompt: "x", GuidanceScale: 5, NumInferenceSteps: 4, PartialImages: 1},
+		Emit: func(v any) error { previews = append(previews, v.(*runners.ImagePartial).Image); return nil }}})
+	require.NoError(t, out[0].Err)
+	img := out[0].Value.(*runners.ImageResult).Images[0].(*image.RGBA)
+	require.Equal(t, image.Rect(0, 0, 1024, 1024), img.Bounds())
+	for i := 0; i < len(img.Pix); i += 4 {
+		require.Equal(t, []uint8{120, 60, 200, 255}, img.Pix[i:i+4])
+	}
+	require.Len(t, previews, 1)
+	require.Equal(t, color.RGBA{120, 60, 200, 255}, previews[0].At(3, 3))
+}
+
+// TestRenderCache: a repeated request reuses the picture; any change renders a new one, equal
+// to a fresh runner's.
+func TestRenderCache(t *testing.T) {
+	r := New(runners.RunnerSDXL, 128, simdev.Latency{})
+	a := gen(t, r, baseRequest())
+	require.Same(t, a, gen(t, r, baseRequest()), "same request, cached picture")
+	other := baseRequest()
+	other.Seed = i64(43)
+	b := gen(t, r, other)
+	require.NotSame(t, a, b)
+	require.Equal(t, gen(t, New(runners.RunnerSDXL, 128, simdev.Latency{}), other).Pix, b.Pix)
+	// More distinct requests than the cache holds: the first is rendered again, identically.
+	for s := range int64(renderCacheSize + 1) {
+		req := baseRequest()
+		req.Seed = i64(100 + s)
+		gen(t, r, req)
+	}
+	again := gen(t, r, baseRequest())
+	require.NotSame(t, a, again)
+	require.Equal(t, a.Pix, again.Pix)
 }
