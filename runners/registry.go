@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 // WorkerSpec tells a runner factory which device group it drives.
@@ -19,6 +20,10 @@ type WorkerSpec struct {
 	Mesh config.MeshShape
 	// Settings are the process settings (read-only).
 	Settings *config.Settings
+	// Parent is the process's parent mesh in process (WORKER_ISOLATION=inprocess, opened by the
+	// server over every group's chips): the runner opens its group's submesh of it. nil in a
+	// worker process (which opens a device of its own) and where no device is available.
+	Parent *ttnn.Device
 }
 
 // Factory builds a runner for one device group. It must not touch the device; Warmup does.

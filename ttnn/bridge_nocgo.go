@@ -30,13 +30,15 @@ type Device struct{}
 // Open fails: this build has no device support.
 func Open(ctx context.Context, opts Options) (*Device, error) { return nil, errNoCgo("open") }
 
-// ShareParent fails: this build has no device support.
-func ShareParent(ctx context.Context, opts Options) (*Device, error) {
-	return nil, errNoCgo("share parent")
+// OpenParent fails: this build has no device support.
+func OpenParent(ctx context.Context, opts Options) (*Device, error) {
+	return nil, errNoCgo("open parent mesh")
 }
 
-// SharedParent is nil: this build cannot open a device.
-func SharedParent() *Device { return nil }
+// OpenSubmesh fails.
+func (d *Device) OpenSubmesh(ctx context.Context, opts Options) (*Device, error) {
+	return nil, errNoCgo("open submesh")
+}
 
 // Submesh fails.
 func (d *Device) Submesh(ctx context.Context, mesh MeshShape, offset MeshCoord) (*Device, error) {

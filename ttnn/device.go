@@ -31,7 +31,7 @@ type Device struct {
 
 	parent *Device // nil for a root device
 	opts   Options // open options of a root device (the ones its submeshes share)
-	ids    []int   // logical chip ids of a root device, row-major (shared parents only)
+	ids    []int   // logical chip ids of a root device, row-major (parent meshes only)
 
 	closeMu  sync.Mutex
 	closed   bool
@@ -56,23 +56,11 @@ func newDevice(parent *Device) *Device {
 	}
 }
 
-// shared is the parent mesh of ShareParent.
-var shared struct {
-	sync.Mutex
-	dev *Device
-}
-
-// ShareParent opens opts as the process's parent mesh — the way TT-Metal lets several device
-// groups live in one process: one mesh over the chips, carved into submeshes that share its
-// open options. Until the returned device is closed, Open returns submeshes of it (see Open)
-// and their Close releases them. The parent itself is closed with Close once every submesh is
-// released (ErrBusy before). A second ShareParent while one is open fails with ErrBusy.
-func ShareParent(ctx context.Context, opts Options) (*Device, error) {
-	shared.Lock()
-	defer shared.Unlock()
-	if shared.dev != nil {
-		return nil, &Error{Op: "share parent", Msg: fmt.Sprintf("a shared parent mesh (%v) is already open", shared.dev.info.Mesh), Kind: ErrBusy}
-	}
+// OpenParent opens opts as a parent mesh — the way TT-Metal lets several device groups live in
+// one process: one mesh over the chips, carved into submeshes (OpenSubmesh) that share its
+// open options. The caller passes the parent to whoever opens the submeshes; the parent is
+// closed with Close once every submesh is released (ErrBusy before).
+func OpenParent(ctx context.Context, opts Options) (*Device, error) {
 	d, err := openRoot(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -83,35 +71,17 @@ func ShareParent(ctx context.Context, opts Options) (*Device, error) {
 			d.ids = append(d.ids, i)
 		}
 	}
-	shared.dev = d
 	return d, nil
 }
 
-// SharedParent is the device ShareParent opened, nil when none is open.
-func SharedParent() *Device {
-	shared.Lock()
-	defer shared.Unlock()
-	return shared.dev
-}
-
-// Open opens a device with opts on a new pinned goroutine.
-//
-// Under ShareParent it returns a submesh of the shared parent instead: opts.Mesh chips at the
-// position of opts.DeviceIDs in the parent (the ids, row-major, must be an opts.Mesh-shaped
-// rectangle of the parent's chips; without ids, opts.Mesh must be the parent's whole mesh; a
-// zero Mesh means one row of the ids, or the whole parent). The parent's open options apply,
-// so opts may not ask for more than it has — a larger L1SmallSize, TraceRegionSize (unless
-// the parent's is 0, dynamic) or CommandQueues, or another Fabric than off or the parent's is
-// ErrInvalidArgument; opts.SimLatencyScale is the submesh's own.
+// Open opens a device with opts on a new pinned goroutine. It always opens a device of its
+// own; a submesh of a parent mesh is the parent's OpenSubmesh.
 func Open(ctx context.Context, opts Options) (*Device, error) {
 	if err := needInit("open"); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if p := SharedParent(); p != nil {
-		return p.openShared(ctx, opts)
 	}
 	return openRoot(ctx, opts)
 }
@@ -146,8 +116,20 @@ func openRoot(ctx context.Context, opts Options) (*Device, error) {
 	return d, nil
 }
 
-// openShared carves the submesh Open(opts) asks for out of the shared parent p.
-func (p *Device) openShared(ctx context.Context, opts Options) (*Device, error) {
+// OpenSubmesh opens the submesh opts asks for out of the parent mesh p (OpenParent): opts.Mesh
+// chips at the position of opts.DeviceIDs in the parent (the ids, row-major, must be an
+// opts.Mesh-shaped rectangle of the parent's chips; without ids, opts.Mesh must be the parent's
+// whole mesh; a zero Mesh means one row of the ids, or the whole parent). The parent's open
+// options apply, so opts may not ask for more than it has — a larger L1SmallSize,
+// TraceRegionSize (unless the parent's is 0, dynamic) or CommandQueues, or another Fabric than
+// off or the parent's is ErrInvalidArgument; opts.SimLatencyScale is the submesh's own.
+func (p *Device) OpenSubmesh(ctx context.Context, opts Options) (*Device, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.ids == nil {
+		return nil, invalid("open submesh", "the device is not a parent mesh (OpenParent)")
+	}
 	po := p.opts
 	cqs := max(opts.CommandQueues, 1)
 	var errs []string
@@ -422,11 +404,6 @@ func (d *Device) Close() error {
 	}
 	<-d.done
 	d.closed, d.closeErr = true, err
-	shared.Lock()
-	if shared.dev == d {
-		shared.dev = nil
-	}
-	shared.Unlock()
 	return err
 }
 

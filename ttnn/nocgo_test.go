@@ -17,9 +17,10 @@ func TestNoCgoTwinFailsClearly(t *testing.T) {
 	_, err = VisibleChips()
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.Empty(t, Backends())
-	_, err = ShareParent(context.Background(), Options{})
+	_, err = OpenParent(context.Background(), Options{})
 	require.ErrorIs(t, err, ErrUnsupported)
-	require.Nil(t, SharedParent())
+	_, err = (&Device{}).OpenSubmesh(context.Background(), Options{})
+	require.ErrorIs(t, err, ErrUnsupported)
 	_, err = (&Device{}).Submesh(context.Background(), MeshShape{Rows: 1, Cols: 1}, MeshCoord{})
 	require.ErrorIs(t, err, ErrUnsupported)
 }

@@ -20,7 +20,6 @@ func closeAll(t *testing.T, devs ...*Device) {
 	for _, d := range devs {
 		require.NoError(t, d.Close())
 	}
-	require.Nil(t, SharedParent())
 	requireNoLive(t)
 }
 
@@ -119,16 +118,17 @@ func TestSubmeshLifecycle(t *testing.T) {
 	closeAll(t, top, parent)
 }
 
-// TestSharedParentServesWorkers: under ShareParent, Open gives each worker its group's
+// TestSharedParentServesWorkers: a parent mesh (OpenParent) gives each worker its group's
 // submesh; the workers run programs at once, each on its own thread, and get the same
 // deterministic results.
 func TestSharedParentServesWorkers(t *testing.T) {
-	parent, err := ShareParent(bg, Options{Mesh: MeshShape{4, 1}, DeviceIDs: []int{4, 3, 2, 1}, L1SmallSize: 32768,
+	parent, err := OpenParent(bg, Options{Mesh: MeshShape{4, 1}, DeviceIDs: []int{4, 3, 2, 1}, L1SmallSize: 32768,
 		TraceRegionSize: 1 << 20, CommandQueues: 2})
 	require.NoError(t, err)
-	require.Same(t, parent, SharedParent())
-	_, err = ShareParent(bg, Options{Mesh: MeshShape{1, 1}})
-	require.ErrorIs(t, err, ErrBusy)
+	_, err = Open(bg, Options{Mesh: MeshShape{1, 1}})
+	require.ErrorIs(t, err, ErrBusy, "the parent holds the simulator's chips")
+	_, err = (&Device{}).OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}})
+	require.ErrorIs(t, err, ErrInvalidArgument, "only a parent mesh opens submeshes")
 
 	const workers, runs = 4, 20
 	in := f32s(1, 2, 3, 4, 5, 6)
@@ -141,7 +141,7 @@ func TestSharedParentServesWorkers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs <- func() error {
-				d, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{4 - i}, L1SmallSize: 1024, CommandQueues: 2,
+				d, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{4 - i}, L1SmallSize: 1024, CommandQueues: 2,
 					TraceRegionSize: 1 << 16})
 				if err != nil {
 					return err
@@ -208,13 +208,12 @@ func TestSharedParentServesWorkers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Open(bg, tt.opts)
+			_, err := parent.OpenSubmesh(bg, tt.opts)
 			require.ErrorIs(t, err, tt.err)
 			require.ErrorContains(t, err, tt.msg)
 		})
 	}
 	require.ErrorIs(t, parent.Close(), ErrBusy)
-	require.Same(t, parent, SharedParent(), "still shared while busy")
 	closeAll(t, append(devs, parent)...)
 }
 
@@ -254,11 +253,11 @@ func TestSubmeshTraceRegion(t *testing.T) {
 func TestSubmeshLatencyScale(t *testing.T) {
 	t.Setenv("TTB_SIM_LATENCY_SCALE", "")
 	require.NoError(t, os.Unsetenv("TTB_SIM_LATENCY_SCALE"))
-	parent, err := ShareParent(bg, Options{Mesh: MeshShape{1, 2}, SimLatencyScale: 0.001})
+	parent, err := OpenParent(bg, Options{Mesh: MeshShape{1, 2}, SimLatencyScale: 0.001})
 	require.NoError(t, err)
-	slow, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{0}, SimLatencyScale: 3})
+	slow, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{0}, SimLatencyScale: 3})
 	require.NoError(t, err)
-	inherit, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}})
+	inherit, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}})
 	require.NoError(t, err)
 	took := func(d *Device) time.Duration {
 		p, err := d.LoadProgram(bg, tiny)
@@ -271,17 +270,17 @@ func TestSubmeshLatencyScale(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, took(slow), 30*time.Millisecond, "10 ms x 3")
 	t.Logf("tiny.add at the parent's scale 0.001: %v", took(inherit))
-	_, err = Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}, SimLatencyScale: -1})
+	_, err = parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}, SimLatencyScale: -1})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	closeAll(t, slow, inherit, parent)
 }
 
 func TestSubmeshNoLeaks(t *testing.T) {
-	parent, err := ShareParent(bg, Options{Mesh: MeshShape{2, 1}, TraceRegionSize: 1 << 16})
+	parent, err := OpenParent(bg, Options{Mesh: MeshShape{2, 1}, TraceRegionSize: 1 << 16})
 	require.NoError(t, err)
 	buf := bytes.Repeat([]byte{1}, 24)
 	for i := range 100 {
-		d, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{i % 2}})
+		d, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{i % 2}})
 		require.NoError(t, err)
 		p, err := d.LoadProgram(bg, tiny)
 		require.NoError(t, err)
@@ -314,11 +313,11 @@ func TestSubmeshCreateHonoursContext(t *testing.T) {
 
 func TestChildSubmeshLost(t *testing.T) {
 	childOnly(t)
-	parent, err := ShareParent(bg, Options{Mesh: MeshShape{2, 1}})
+	parent, err := OpenParent(bg, Options{Mesh: MeshShape{2, 1}})
 	require.NoError(t, err)
-	lost, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{0}})
+	lost, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{0}})
 	require.NoError(t, err)
-	other, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}})
+	other, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}})
 	require.NoError(t, err)
 	run := func(d *Device) error {
 		p, err := d.LoadProgram(bg, tiny)
@@ -339,7 +338,7 @@ func TestChildSubmeshLost(t *testing.T) {
 	_, err = p.Run(bg, 0, "add", a, a)
 	require.NoError(t, err, "the sibling's run 1 is fine: faults count per submesh")
 	require.ErrorIs(t, lost.Close(), ErrDeviceLost, "release reports the loss")
-	_, err = Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{0}})
+	_, err = parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{0}})
 	require.ErrorIs(t, err, ErrDeviceLost, "no new submesh after a loss: the process must exit")
 	require.NoError(t, other.Close())
 	require.NoError(t, parent.Close())
@@ -355,11 +354,11 @@ func TestSubmeshLossInChildProcess(t *testing.T) {
 
 // BenchmarkSubmeshCycle: carve a 1x1 submesh out of the shared parent and release it.
 func BenchmarkSubmeshCycle(b *testing.B) {
-	parent, err := ShareParent(bg, Options{Mesh: MeshShape{2, 1}})
+	parent, err := OpenParent(bg, Options{Mesh: MeshShape{2, 1}})
 	require.NoError(b, err)
 	defer func() { require.NoError(b, parent.Close()) }()
 	for b.Loop() {
-		d, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}})
+		d, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{1}})
 		require.NoError(b, err)
 		require.NoError(b, d.Close())
 	}
@@ -369,7 +368,7 @@ func BenchmarkSubmeshCycle(b *testing.B) {
 // time per iteration stays near one run when they do not serialise.
 func BenchmarkSubmeshesInParallel(b *testing.B) {
 	b.Setenv("TTB_SIM_LATENCY_SCALE", "1")
-	parent, err := ShareParent(bg, Options{Mesh: MeshShape{4, 1}})
+	parent, err := OpenParent(bg, Options{Mesh: MeshShape{4, 1}})
 	require.NoError(b, err)
 	defer func() { require.NoError(b, parent.Close()) }()
 	type worker struct {
@@ -379,7 +378,7 @@ func BenchmarkSubmeshesInParallel(b *testing.B) {
 	}
 	ws := make([]worker, 4)
 	for i := range ws {
-		d, err := Open(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{i}})
+		d, err := parent.OpenSubmesh(bg, Options{Mesh: MeshShape{1, 1}, DeviceIDs: []int{i}})
 		require.NoError(b, err)
 		defer func() { require.NoError(b, d.Close()) }()
 		p, err := d.LoadProgram(bg, tiny)

@@ -135,7 +135,7 @@ type MeshCoord struct{ Row, Col int }
 func (c MeshCoord) String() string { return fmt.Sprintf("(%d,%d)", c.Row, c.Col) }
 
 // Options are the device open parameters. They are per process on hardware: submeshes (and
-// Open under ShareParent) use their parent's.
+// OpenSubmesh) use their parent's.
 type Options struct {
 	Mesh            MeshShape
 	DeviceIDs       []int  // optional logical ids; prefer TT_VISIBLE_DEVICES in the process env
@@ -220,7 +220,7 @@ type DeviceInfo struct {
 	DRAMBytesPerChannel uint64
 	DRAMChannels        int
 	L1BytesPerCore      uint64
-	Submesh             bool      // made by Submesh, or by Open under ShareParent
+	Submesh             bool      // made by Submesh or OpenSubmesh
 	Offset              MeshCoord // a submesh's position in its parent mesh
 }
 
@@ -274,6 +274,5 @@ var (
 	_ func() (int, error)                             = VisibleChips
 	_ func() (LiveCounts, error)                      = Counts
 	_ func(context.Context, Options) (*Device, error) = Open
-	_ func(context.Context, Options) (*Device, error) = ShareParent
-	_ func() *Device                                  = SharedParent
+	_ func(context.Context, Options) (*Device, error) = OpenParent
 )

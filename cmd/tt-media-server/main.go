@@ -25,6 +25,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 func main() {
@@ -88,10 +89,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("audio: no ffmpeg on PATH: M4A/MP4 (AAC) and non-Opus WebM uploads get 415 (WAV, MP3, FLAC, Ogg and WebM/Opus decode in Go)")
 	}
 
+	var parent *ttnn.Device
 	if settings.Mock && settings.WorkerIsolation != config.IsolationProcess {
 		// In process the workers' devices are submeshes of one parent mesh (TT-Metal's way of
-		// serving several device groups from one process); it outlives the schedulers.
-		parent, err := openSharedParent(ctx, settings, log)
+		// serving several device groups from one process); it outlives the schedulers, and is
+		// passed to every worker's runner (WorkerSpec.Parent).
+		parent, err = openParent(ctx, settings, log)
 		if err != nil {
 			return err
 		}
@@ -142,7 +145,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
 				m.JobDone(runner, worker, wait, device, outcome)
 			},
-		}, newRunnerFactory(settings, runner, reg, log, py))
+		}, newRunnerFactory(settings, runner, reg, log, py, parent))
 		m.AddSource(runner, sched)
 		pools = append(pools, server.Pool{Service: service, Runner: runner, Sched: sched})
 		scheds = append(scheds, sched)

@@ -75,10 +75,10 @@ func parentOptions(s *config.Settings) ttnn.Options {
 	return o
 }
 
-// openSharedParent opens the parent mesh of in-process mode on the simulator: every pool's
-// device groups become submeshes of it, which the runners open with ttnn.Open. A build
+// openParent opens the parent mesh of in-process mode on the simulator: every pool's device
+// groups become submeshes of it, which the runners open with its OpenSubmesh (WorkerSpec.Parent). A build
 // without cgo has no device: the runners then keep their time with Go sleeps (nil, nil).
-func openSharedParent(ctx context.Context, s *config.Settings, log *slog.Logger) (*ttnn.Device, error) {
+func openParent(ctx context.Context, s *config.Settings, log *slog.Logger) (*ttnn.Device, error) {
 	var groups []config.DeviceGroup
 	for _, p := range s.Pools {
 		groups = append(groups, p.Groups...)
@@ -100,7 +100,7 @@ func openSharedParent(ctx context.Context, s *config.Settings, log *slog.Logger)
 	if opts.CommandQueues == 2 && mesh.Chips() > 1 {
 		opts.Dispatch = ttnn.DispatchEth // two command queues on a multi-chip mesh need ethernet dispatch
 	}
-	parent, err := ttnn.ShareParent(ctx, opts)
+	parent, err := ttnn.OpenParent(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("WORKER_ISOLATION=inprocess: open the parent mesh %v over chips %s (one submesh per device group of DEVICE_IDS=%q): %w",
 			mesh, chipList(ids), s.DeviceIDs, err)

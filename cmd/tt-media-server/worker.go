@@ -16,6 +16,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/runners/procrunner"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 // workerCommand is the subcommand that runs one device group's runner in a child process.
@@ -27,8 +28,8 @@ const hardwareResetCommand = "tt-smi -r"
 // newRunnerFactory builds the scheduler's runner factory: with py, each group's runner is a
 // Python worker process (Tenstorrent's Python model runner); with WORKER_ISOLATION=process a
 // "device-worker" child process (this executable); otherwise the registry's runner runs in
-// this process.
-func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, log *slog.Logger, py *pythonWorker) func(config.DeviceGroup) (runners.Runner, error) {
+// this process, on its group's submesh of parent (nil: no parent mesh).
+func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, log *slog.Logger, py *pythonWorker, parent *ttnn.Device) func(config.DeviceGroup) (runners.Runner, error) {
 	ttmetal := config.ReadTTMetalEnv()
 	cacheBase := ttmetal.Cache
 	if cacheBase == "" {
@@ -39,6 +40,7 @@ func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, 
 	return func(g config.DeviceGroup) (runners.Runner, error) {
 		spec := runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: s.DeviceMeshShape, Settings: s}
 		if py == nil && s.WorkerIsolation != config.IsolationProcess {
+			spec.Parent = parent
 			return reg.New(runner, spec)
 		}
 		var opTimeout = s.InferenceTimeout + 2*procrunner.DefaultGrace

@@ -58,7 +58,7 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 			opts, ok := simdev.DeviceOptions(tt.runner, settings, config.MeshShape{Rows: 3, Cols: 1})
 			require.True(t, ok)
 			opts.DeviceIDs = []int{2, 3, 4}
-			parent, err := ttnn.ShareParent(context.Background(), opts)
+			parent, err := ttnn.OpenParent(context.Background(), opts)
 			require.NoError(t, err)
 			defer func() {
 				require.NoError(t, parent.Close())
@@ -69,7 +69,7 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 
 			rs := make([]runners.Runner, len(groups))
 			for i, g := range groups {
-				rs[i], err = reg.New(tt.runner, runners.WorkerSpec{WorkerID: "w", Devices: g, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: settings})
+				rs[i], err = reg.New(tt.runner, runners.WorkerSpec{WorkerID: "w", Devices: g, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: settings, Parent: parent})
 				require.NoError(t, err)
 			}
 			var wg sync.WaitGroup
@@ -114,7 +114,6 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 // runner keeps its time with Go sleeps and opens nothing.
 func TestInProcessWithoutParent(t *testing.T) {
 	require.NoError(t, ttnn.Init("sim"))
-	require.Nil(t, ttnn.SharedParent())
 	reg := NewRegistry()
 	s := processSettings(func(s *config.Settings) {
 		s.WorkerIsolation = config.IsolationInProcess

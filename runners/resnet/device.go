@@ -21,8 +21,8 @@ import (
 // on queue 0 after an event, the logits come back as float32. The simulator allows one open
 // mesh per process, so a worker process (WORKER_ISOLATION=process) opens its own device and
 // an in-process worker the submesh of its chips (SimConfig.DeviceIDs) in the server's shared
-// parent mesh (ttnn.ShareParent). FakeDevice is its pure-Go twin for workers without a device
-// (in process without a shared parent): the same logits bit for bit (the simulator's output
+// parent mesh (SimConfig.Parent). FakeDevice is its pure-Go twin for workers without a device
+// (in process without a parent mesh): the same logits bit for bit (the simulator's output
 // generator, reproduced and checked against the C code in the tests) and the same time per
 // batch. Both derive each image's logits from that image's bf16 tensor alone, so an answer
 // never depends on the other images of the batch, and both charge a whole device batch's time
@@ -35,6 +35,8 @@ type SimConfig struct {
 	// DeviceIDs are the chips of the mesh (ttnn.Options.DeviceIDs): under a shared parent
 	// mesh they select the submesh; nil in a worker process (TT_VISIBLE_DEVICES chooses).
 	DeviceIDs []int
+	// Parent, when not nil, is the server's parent mesh: Open opens the submesh of DeviceIDs.
+	Parent *ttnn.Device
 	// TraceRegionSize overrides the demo's TraceRegionSize when > 0.
 	TraceRegionSize uint64
 	// BatchLatency is the device time of one batch. When > 0, the device's simulator latency
@@ -123,7 +125,7 @@ func (d *SimDevice) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("simulator: %w", err)
 	}
 	opts := d.Options()
-	dev, err := ttnn.Open(ctx, opts)
+	dev, err := simdev.OpenDevice(ctx, d.cfg.Parent, opts)
 	if err != nil {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
 			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, simdev.DeviceErr(err))

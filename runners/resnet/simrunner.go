@@ -119,12 +119,13 @@ func SimFactory(model string) runners.Factory {
 			}
 			return newMetalCNN(model, mc, slog.Default())
 		}
-		if c == nil || (c.Shared && ttnn.SharedParent() == nil) { // no device: the Go twin
+		if c == nil || (c.Shared && c.Parent == nil) { // no device: the Go twin
 			return newCNN(model, lat, nil, slog.Default()), nil
 		}
 		sim, err := NewSimDevice(SimConfig{
 			Mesh:            ttnn.MeshShape{Rows: c.Opts.Mesh.Rows, Cols: c.Opts.Mesh.Cols},
 			DeviceIDs:       c.Opts.DeviceIDs,
+			Parent:          c.Parent,
 			TraceRegionSize: c.Opts.TraceRegionSize,
 			BatchLatency:    batchLatency(lat),
 			NoLatency:       batchLatency(lat) == 0,

@@ -44,3 +44,12 @@ func DeviceErr(err error) error {
 	}
 	return err
 }
+
+// OpenDevice opens opts for a runner: the submesh of parent (in process, under the server's
+// parent mesh) when parent is not nil, else a device of its own (a worker process).
+func OpenDevice(ctx context.Context, parent *ttnn.Device, opts ttnn.Options) (*ttnn.Device, error) {
+	if parent != nil {
+		return parent.OpenSubmesh(ctx, opts)
+	}
+	return ttnn.Open(ctx, opts)
+}

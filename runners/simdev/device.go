@@ -23,9 +23,11 @@ type Config struct {
 	Opts     ttnn.Options
 	Programs []string // loaded and run once at warm-up (the compile run)
 	Traced   string   // one of Programs, captured in a trace at warm-up and replayed after
-	// Shared: in process, the device is a submesh of the process's shared parent mesh
-	// (ttnn.ShareParent, opened by the server), chosen by Opts.DeviceIDs.
+	// Shared: in process, the device is a submesh of the process's parent mesh (Parent, opened
+	// by the server), chosen by Opts.DeviceIDs.
 	Shared bool
+	// Parent is the worker's WorkerSpec.Parent; nil in process means no device (Go sleeps).
+	Parent *ttnn.Device
 }
 
 // ConfigFor returns the device configuration of a simulated runner (nil without settings or
@@ -48,7 +50,7 @@ func ConfigFor(model string, spec runners.WorkerSpec) *Config {
 		return nil
 	}
 	if s.WorkerIsolation != config.IsolationProcess {
-		c.Shared = true
+		c.Shared, c.Parent = true, spec.Parent
 		if len(spec.Devices) >= mesh.Chips() { // "" (all chips) gives none: the whole parent
 			c.Opts.DeviceIDs = append([]int(nil), spec.Devices[:mesh.Chips()]...)
 		}
@@ -129,7 +131,7 @@ func openSim(ctx context.Context, c *Config) (_ *simDevice, err error) {
 	if c.Shared {
 		what = fmt.Sprintf("submesh of chips %v in the shared parent mesh", c.Opts.DeviceIDs)
 	}
-	dev, err := ttnn.Open(ctx, c.Opts)
+	dev, err := OpenDevice(ctx, c.Parent, c.Opts)
 	if err != nil {
 		return nil, fmt.Errorf("open %s (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
 			what, c.Opts.Mesh, c.Opts.L1SmallSize, c.Opts.TraceRegionSize, c.Opts.CommandQueues, DeviceErr(err))
@@ -276,7 +278,7 @@ type Stepper struct {
 
 // Open opens the device when the runner has a device configuration and a device is available.
 func (s *Stepper) Open(ctx context.Context) error {
-	if s.Cfg == nil || s.dev != nil || (s.Cfg.Shared && ttnn.SharedParent() == nil) {
+	if s.Cfg == nil || s.dev != nil || (s.Cfg.Shared && s.Cfg.Parent == nil) {
 		return nil
 	}
 	dev, err := openSim(ctx, s.Cfg)

@@ -106,7 +106,10 @@ type Config struct {
 	Backend string
 	// Device are the device open options; DeviceOptions gives the Python runner's.
 	Device ttnn.Options
-	// Devices are the group's chips: under a shared parent mesh (ttnn.ShareParent, in
+	// Parent, when not nil, is the server's parent mesh (in process): the runner opens the
+	// submesh of Devices. nil opens a device of its own.
+	Parent *ttnn.Device
+	// Devices are the group's chips: under a parent mesh (Parent, in
 	// process) the runner opens the submesh of these chips.
 	Devices []int
 	// Programs is the device program set; nil means the pipeline's full-size set.
@@ -234,10 +237,10 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		return fmt.Errorf("device backend: %w", err)
 	}
 	opts := r.cfg.Device
-	if ttnn.SharedParent() != nil && opts.DeviceIDs == nil {
+	if r.cfg.Parent != nil && opts.DeviceIDs == nil {
 		opts.DeviceIDs = r.cfg.Devices
 	}
-	if r.dev, err = ttnn.Open(ctx, opts); err != nil {
+	if r.dev, err = simdev.OpenDevice(ctx, r.cfg.Parent, opts); err != nil {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d): %w",
 			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, simdev.DeviceErr(err))
 	}
@@ -515,7 +518,7 @@ func Register(reg *runners.Registry) {
 func factory(m Model, fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		s := spec.Settings
-		why := runners.SimPipelineBlocker(s, ttnn.SharedParent() != nil)
+		why := runners.SimPipelineBlocker(s, spec.Parent != nil)
 		if why == "" && m == SDXL && s.SDXLResolution == 512 {
 			// The SDXL device programs are declared for 1024x1024 (128x128 latents) only.
 			why = "SDXL_IMAGE_RESOLUTION=(512, 512): the SDXL device programs exist for 1024x1024 only"
@@ -549,7 +552,7 @@ func configFor(m Model, spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot,
-		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Logger: slog.Default()}
+		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
 	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
 	c.Device.SimLatencyScale = ttnn.SimScale(m.catalogued().MockLatency(s).Seconds(), m.catalogued().Sim.PipelineUnit())
 	return c

@@ -512,7 +512,7 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 	weights := writeTinyWeights(t)
 	popts := DeviceOptions(SDXL, ttnn.MeshShape{Rows: 1, Cols: 2}, 0)
 	popts.DeviceIDs = []int{0, 1}
-	parent, err := ttnn.ShareParent(context.Background(), popts)
+	parent, err := ttnn.OpenParent(context.Background(), popts)
 	require.NoError(t, err)
 	defer func() {
 		require.NoError(t, parent.Close())
@@ -526,7 +526,7 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 	Register(reg)
 	s := config.Settings{Mock: true, ModelWeightsPath: weights, WorkerIsolation: config.IsolationInProcess,
 		DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}, {ID: "1", Devices: []int{1}}}}
-	fr, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "1", Devices: []int{1}, Settings: &s})
+	fr, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "1", Devices: []int{1}, Settings: &s, Parent: parent})
 	require.NoError(t, err)
 	require.IsType(t, &Runner{}, fr)
 	require.NoError(t, fr.Close())
@@ -534,7 +534,7 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 	rs := make([]*Runner, 2)
 	for i := range rs {
 		cfg := testConfig(t, SDXL, weights)
-		cfg.Devices = []int{i}
+		cfg.Devices, cfg.Parent = []int{i}, parent
 		rs[i], err = New(cfg)
 		require.NoError(t, err)
 	}

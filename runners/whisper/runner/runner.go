@@ -75,6 +75,9 @@ type Config struct {
 	Backend string
 	// Device are the device open options; DeviceOptions gives the Python runner's.
 	Device ttnn.Options
+	// Parent, when not nil, is the server's parent mesh: the runner opens the submesh of
+	// Device.DeviceIDs (in process); nil opens a device of its own.
+	Parent *ttnn.Device
 	// Programs holds the encoder and decoder-step manifests; nil means ttnn.SimPrograms().
 	Programs fs.FS
 	// Seed seeds sampling at temperatures above 0.
@@ -200,7 +203,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		return fmt.Errorf("device backend: %w", err)
 	}
 	opts := r.cfg.Device
-	if r.dev, err = ttnn.Open(ctx, opts); err != nil {
+	if r.dev, err = simdev.OpenDevice(ctx, r.cfg.Parent, opts); err != nil {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d, %d CQ): %w",
 			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, opts.CommandQueues, simdev.DeviceErr(err))
 	}
@@ -517,7 +520,7 @@ func Register(reg *runners.Registry) {
 
 func factory(fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
-		why := runners.SimPipelineBlocker(spec.Settings, ttnn.SharedParent() != nil)
+		why := runners.SimPipelineBlocker(spec.Settings, spec.Parent != nil)
 		if why == "" {
 			r, err := New(configFor(spec))
 			switch {
@@ -542,8 +545,8 @@ func configFor(spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 	c := Config{WeightsDir: s.ModelWeightsPath, Backend: "sim", Device: simdev.Options(model, s, mesh), Logger: slog.Default(), MaxBatchSize: s.MaxBatchSize}
-	if ttnn.SharedParent() != nil {
-		c.Device.DeviceIDs = spec.Devices
+	if spec.Parent != nil {
+		c.Device.DeviceIDs, c.Parent = spec.Devices, spec.Parent
 	}
 	// The simulator's time follows MOCK_AUDIO_SECONDS_PER_SECOND, as the simulated runner's.
 	c.Device.SimLatencyScale = ttnn.SimScale(model.MockLatency(s).Seconds(), model.Sim.PipelineUnit())
