@@ -3,9 +3,11 @@
 
 # tt-media-server (Go) container images. Two targets:
 #
-#   sim   (the default, last stage) a small mock-device image: the pure-Go binary
-#         (CGO_ENABLED=0, no ttnn tag) on distroless/static, non-root, with a HEALTHCHECK
-#         on /tt-liveness. No Tenstorrent hardware or software needed.
+#   sim   (the default, last stage) a small mock-device image: the server built with cgo and
+#         no ttnn tag, so its devices are the C simulator behind the same C ABI as the tests
+#         and the metal backend (a CGO_ENABLED=0 build would only fail every device call), on
+#         distroless/cc (glibc, nothing else), non-root, with a HEALTHCHECK on /tt-liveness.
+#         No Tenstorrent hardware or software needed.
 #           docker build -t tt-media-server:sim .
 #           docker run --rm -p 8000:8000 tt-media-server:sim
 #
@@ -49,14 +51,15 @@ ARG TT_BASE_IMAGE=ghcr.io/tenstorrent/tt-mlir/tt-mlir-ci-ubuntu-22-04:latest
 FROM golang:${GO_VERSION}-bookworm AS go-toolchain
 
 # ---------------------------------------------------------------------------------------------
-# Pure-Go build: the server (mock-device mode) and the health probe, both static.
+# Mock-device build: the server with cgo (the C simulator behind the device bridge; glibc only),
+# and the health probe, static.
 FROM go-toolchain AS build-sim
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-media-server ./cmd/tt-media-server
+    CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" -o /out/tt-media-server ./cmd/tt-media-server
 WORKDIR /src/deploy/healthcheck
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-healthcheck .
@@ -131,7 +134,8 @@ ENTRYPOINT ["/usr/local/bin/run_uvicorn_equivalent.sh"]
 
 # ---------------------------------------------------------------------------------------------
 # Mock-device image (default target).
-FROM gcr.io/distroless/static-debian12:nonroot AS sim
+# distroless/cc: glibc (and libgcc) for the cgo binary, built on the same Debian 12 as golang:bookworm.
+FROM gcr.io/distroless/cc-debian12:nonroot AS sim
 LABEL org.opencontainers.image.title="tt-media-server (sim)" \
       org.opencontainers.image.description="Go media inference server, mock-device mode: simulated devices, no Tenstorrent hardware" \
       org.opencontainers.image.source="https://github.com/tenstorrent/tt-media-server-go"
