@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
 )
@@ -22,8 +23,8 @@ import (
 // (scripts/check-metal.sh passes it in TT_MEDIA_SERVER_E2E_BINARY), serving ResNet-50 with
 // DEVICE_BACKEND=metal from .ttnn files written from the program's declaration.
 func TestMetalResNetBinary(t *testing.T) {
-	if os.Getenv(binaryEnv) == "" {
-		t.Skip("needs a -tags ttnn server binary in " + binaryEnv + " (scripts/check-metal.sh builds one)")
+	if os.Getenv(e2e.BinaryEnv) == "" {
+		t.Skip("needs a -tags ttnn server binary in " + e2e.BinaryEnv + " (scripts/check-metal.sh builds one)")
 	}
 	require.NoError(t, ttnnfile.Available(ttnnfile.SDKDir()))
 	write := func(mod func(*ttnn.ProgramSpec)) string {
