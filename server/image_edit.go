@@ -245,14 +245,11 @@ func (s *Server) decodeInputs(ctx context.Context, req *runners.ImageRequest, im
 	return release, nil
 }
 
-// openAIEditSizes are the sizes the SDXL image-input runners produce ("auto" is that size).
-var openAIEditSizes = openAIImageSizes
-
 // parseOpenAIImageInput reads OpenAI's multipart images/edits form: image (file, required; one
 // image, as image or image[]), mask (file; required for inpainting, refused for
 // image-to-image; OpenAI's convention: its fully transparent pixels mark the area to repaint,
 // or, without transparency, a grayscale mask whose white marks it), prompt (required), n 1-4,
-// size (auto or 1024x1024), response_format b64_json (url refused), model, output_format
+// size (auto or the model's: 1024x1024, or 512x512 with SDXL_IMAGE_RESOLUTION=512), response_format b64_json (url refused), model, output_format
 // (png|jpeg|webp), output_compression 0-100, quality (as /v1/images/generations), background
 // (auto|opaque), user; extensions: negative_prompt, seed, strength (0-1, default 0.6),
 // num_inference_steps or steps (12-50), guidance_scale (1-20). Any other field is refused.
@@ -268,7 +265,8 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 	if defaultSteps < 12 || defaultSteps > 50 {
 		defaultSteps = 20
 	}
-	req := &openAIImageRequest{size: openAIEditSizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
+	sizes := models.imageSizes() // the model's output size (SDXL_IMAGE_RESOLUTION)
+	req := &openAIImageRequest{size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
 	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, defaultGuidanceScale, defaultStrength
 	var img, mask []byte
 	var gotImage, gotMask, gotPrompt bool
@@ -336,8 +334,8 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 		case "n":
 			req.NumberOfImages, perr = intIn(1, maxOpenAIImages)
 		case "size":
-			if v != "auto" && !slices.Contains(openAIEditSizes, v) {
-				perr = invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(openAIEditSizes, ", "))
+			if v != "auto" && !slices.Contains(sizes, v) {
+				perr = invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(sizes, ", "))
 			} else if v != "auto" {
 				req.size = v
 			}

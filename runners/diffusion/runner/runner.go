@@ -519,7 +519,7 @@ func factory(m Model, fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		s := spec.Settings
 		why := runners.SimPipelineBlocker(s, spec.Parent != nil)
-		if why == "" && m == SDXL && s.SDXLResolution == 512 {
+		if why == "" && m != SD35 && s.SDXLResolution == 512 {
 			// The SDXL device programs are declared for 1024x1024 (128x128 latents) only.
 			why = "SDXL_IMAGE_RESOLUTION=(512, 512): the SDXL device programs exist for 1024x1024 only"
 		}
