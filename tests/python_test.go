@@ -10,7 +10,6 @@ import (
 	"image/jpeg"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 )
 
 // Python workers (DEVICE_BACKEND=python): the real binary supervising workers/python/tt_worker.py
@@ -28,56 +29,20 @@ import (
 // code), through the same procrunner supervision as the Go device workers. The image streaming
 // suites of image_stream_test.go also run on them (isolations includes "python").
 
-// pythonExe is the interpreter the tests give the server: Debian's, not a pyenv shim.
-const pythonExe = "/usr/bin/python3"
-
-// requirePython skips (fails in CI) unless Debian's python3 with PIL can run the fake runners.
-func requirePython(t *testing.T) {
-	t.Helper()
-	out, err := exec.Command(pythonExe, "-c", "import PIL, numpy").CombinedOutput()
-	if err == nil {
-		return
-	}
-	msg := fmt.Sprintf("%s with PIL and numpy is needed for the Python worker tests (scripts/install-python-worker-deps.sh): %v %s", pythonExe, err, out)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// pythonEnv turns a mock-server environment into one whose pools run on Python workers: the
-// fake runners, the groups of DEVICE_IDS (default: one single-chip group per
-// MOCK_DEVICES_COUNT chip), no start-up delay, and a harmless RESET_DEVICE_COMMAND unless one
-// is given (nothing is simulated with DEVICE_BACKEND=python, so the command really runs).
+// pythonEnv turns a mock-server environment into one whose pools run on Python workers
+// hosting the fake runners (e2e.PythonBackend; DEVICE_IDS defaults to one group per
+// MOCK_DEVICES_COUNT chip, serverEnv's 2 when unset).
 func pythonEnv(t *testing.T, env map[string]string) map[string]string {
 	t.Helper()
-	requirePython(t)
 	out := map[string]string{}
 	for k, v := range env {
 		out[k] = v
 	}
-	delete(out, "WORKER_ISOLATION")
-	out["DEVICE_BACKEND"] = "python"
-	out["PYTHON_EXECUTABLE"] = pythonExe
-	out["PYTHON_RUNNER_PATH"] = filepath.Join(repoRoot, "workers", "python", "fakes")
-	out["PYTHONDONTWRITEBYTECODE"] = "1"
-	if _, ok := out["DEVICE_IDS"]; !ok {
-		n := 2 // serverEnv's MOCK_DEVICES_COUNT
-		if v, err := strconv.Atoi(out["MOCK_DEVICES_COUNT"]); err == nil {
-			n = v
-		}
-		var groups []string
-		for i := range n {
-			groups = append(groups, "("+strconv.Itoa(i)+")")
-		}
-		out["DEVICE_IDS"] = strings.Join(groups, ",")
+	n, err := strconv.Atoi(out["MOCK_DEVICES_COUNT"])
+	if err != nil {
+		n = 2
 	}
-	if _, ok := out["NEW_DEVICE_DELAY_SECONDS"]; !ok {
-		out["NEW_DEVICE_DELAY_SECONDS"] = "0"
-	}
-	if _, ok := out["RESET_DEVICE_COMMAND"]; !ok {
-		out["RESET_DEVICE_COMMAND"] = "true"
-	}
+	e2e.PythonBackend(t, out, repoRoot, n)
 	return out
 }
 
@@ -336,12 +301,7 @@ func TestPythonFaults(t *testing.T) {
 	t.Run("a runner class that cannot load fails the worker at once", func(t *testing.T) {
 		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "DEVICE_IDS": "(0)",
 			"PYTHON_RUNNER_CLASS": "no_such_module:Runner"}))
-		eventually(t, 15*time.Second, "the worker failed", func() bool {
-			if _, err := tryDo(http.MethodGet, f.URL+"/tt-liveness", nil); err != nil {
-				return false
-			}
-			return workerInfo(t, f)["0"]["state"] == "failed"
-		})
+		waitFailed(t, f, "0")
 		w := workerInfo(t, f)["0"]
 		require.Contains(t, w["last_error"], "ModuleNotFoundError: No module named 'no_such_module'")
 		require.Contains(t, w["last_error"], "PYTHON_RUNNER_CLASS='no_such_module:Runner'")
@@ -352,15 +312,21 @@ func TestPythonFaults(t *testing.T) {
 	t.Run("warm-up failure", func(t *testing.T) {
 		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "DEVICE_IDS": "(0)",
 			"FAKE_RUNNER_WARMUP_FAIL": "no weights here", "MAX_WORKER_RESTART_COUNT": "0"}))
-		eventually(t, 15*time.Second, "the worker failed", func() bool {
-			if _, err := tryDo(http.MethodGet, f.URL+"/tt-liveness", nil); err != nil {
-				return false
-			}
-			return workerInfo(t, f)["0"]["state"] == "failed"
-		})
+		waitFailed(t, f, "0")
 		require.Contains(t, workerInfo(t, f)["0"]["last_error"], "fake warm-up failure: no weights here")
 		f.sigterm(t)
 		require.Equal(t, 0, f.waitExit(t, 10*time.Second))
+	})
+}
+
+// waitFailed waits until worker id of s has given up (state failed).
+func waitFailed(t *testing.T, s *server, id string) {
+	t.Helper()
+	eventually(t, 15*time.Second, "worker "+id+" failed", func() bool {
+		if _, err := tryDo(http.MethodGet, s.URL+"/tt-liveness", nil); err != nil {
+			return false
+		}
+		return workerInfo(t, s)[id]["state"] == "failed"
 	})
 }
 

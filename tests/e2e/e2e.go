@@ -1,6 +1,7 @@
 // Package e2e holds what the end-to-end test packages (tests, tests/sdk, tests/web) share:
 // finding the repository, building the server binary once per test binary (or taking a
-// prebuilt one), free loopback ports, and a concurrency-safe buffer for a subprocess's output.
+// prebuilt one), free loopback ports, a concurrency-safe buffer for a subprocess's output, and
+// the environment of a server on Python workers (PythonBackend).
 package e2e
 
 import (
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -115,4 +118,49 @@ func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// PythonExe is the interpreter the Python-worker tests give the server: Debian's, not a pyenv
+// shim that may be first on PATH.
+const PythonExe = "/usr/bin/python3"
+
+// RequirePython skips (fails under CI=true) unless PythonExe with PIL and numpy can run the
+// fake runners of workers/python/fakes.
+func RequirePython(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command(PythonExe, "-c", "import PIL, numpy").CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("%s with PIL and numpy is needed for the Python worker tests (scripts/install-python-worker-deps.sh): %v %s", PythonExe, err, out)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// PythonBackend turns a mock-server environment (vars, changed in place) into its
+// Python-worker twin: DEVICE_BACKEND=python hosting the fake runners of root/workers/python/fakes,
+// one single-chip group per chip (devices) unless DEVICE_IDS is set, no start-up delay, and a
+// harmless RESET_DEVICE_COMMAND unless one is set (nothing is simulated with the python
+// backend, so the command really runs).
+func PythonBackend(t testing.TB, vars map[string]string, root string, devices int) {
+	t.Helper()
+	RequirePython(t)
+	delete(vars, "WORKER_ISOLATION")
+	vars["DEVICE_BACKEND"], vars["PYTHON_EXECUTABLE"] = "python", PythonExe
+	vars["PYTHON_RUNNER_PATH"] = filepath.Join(root, "workers", "python", "fakes")
+	vars["PYTHONDONTWRITEBYTECODE"] = "1"
+	if _, ok := vars["DEVICE_IDS"]; !ok {
+		ids := make([]string, max(devices, 1))
+		for i := range ids {
+			ids[i] = "(" + strconv.Itoa(i) + ")"
+		}
+		vars["DEVICE_IDS"] = strings.Join(ids, ",")
+	}
+	for k, v := range map[string]string{"NEW_DEVICE_DELAY_SECONDS": "0", "RESET_DEVICE_COMMAND": "true"} {
+		if _, ok := vars[k]; !ok {
+			vars[k] = v
+		}
+	}
 }

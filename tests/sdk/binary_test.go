@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -52,29 +50,6 @@ func repoRoot() (string, error) { return e2e.RepoRoot() }
 // (scripts/test-python-backend.sh); "" runs them on the Go mock runners.
 var backend = os.Getenv("TT_TEST_DEVICE_BACKEND")
 
-// pythonBackend turns a server environment into its Python-worker twin: one single-chip group
-// per MOCK_DEVICES_COUNT chip, no start-up delay, a harmless reset command.
-func pythonBackend(t *testing.T, vars map[string]string) {
-	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import PIL, numpy").CombinedOutput(); err != nil {
-		t.Fatalf("TT_TEST_DEVICE_BACKEND=python needs /usr/bin/python3 with PIL and numpy (scripts/install-python-worker-deps.sh): %v %s", err, out)
-	}
-	root, err := repoRoot()
-	require.NoError(t, err)
-	n, err := strconv.Atoi(vars["MOCK_DEVICES_COUNT"])
-	if err != nil || n < 1 {
-		n = 1
-	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = "(" + strconv.Itoa(i) + ")"
-	}
-	vars["DEVICE_BACKEND"], vars["PYTHON_EXECUTABLE"] = "python", "/usr/bin/python3"
-	vars["PYTHON_RUNNER_PATH"] = filepath.Join(root, "workers", "python", "fakes")
-	vars["DEVICE_IDS"], vars["NEW_DEVICE_DELAY_SECONDS"], vars["RESET_DEVICE_COMMAND"] = strings.Join(ids, ","), "0", "true"
-	vars["PYTHONDONTWRITEBYTECODE"] = "1"
-}
-
 // lockedBuffer collects a subprocess's output.
 type lockedBuffer = e2e.LockedBuffer
 
@@ -109,7 +84,13 @@ func launch(t *testing.T, name string, env map[string]string) *proc {
 		vars[k] = v
 	}
 	if backend == "python" {
-		pythonBackend(t, vars)
+		root, err := repoRoot()
+		require.NoError(t, err)
+		n, err := strconv.Atoi(vars["MOCK_DEVICES_COUNT"])
+		if err != nil {
+			n = 1
+		}
+		e2e.PythonBackend(t, vars, root, n)
 	}
 	list := make([]string, 0, len(vars))
 	for k, v := range vars {
