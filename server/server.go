@@ -61,7 +61,7 @@ type Deps struct {
 // Server holds the HTTP handlers.
 type Server struct {
 	cfg     *config.Settings
-	loras   *lora.Cache // LoRA adapters checked before queueing (LORA_ROOT)
+	loras   *lora.Cache // LoRA adapters checked before queueing (LORA_ROOT; results only, no tensor data)
 	pools   []Pool
 	byName  map[runners.Service]*Pool
 	log     *slog.Logger
@@ -91,7 +91,7 @@ func New(d Deps) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		loras:   lora.NewCache(4),
+		loras:   lora.NewCheckCache(16),
 		cfg:     d.Settings,
 		pools:   d.Pools,
 		byName:  map[runners.Service]*Pool{},

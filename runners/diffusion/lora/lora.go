@@ -424,6 +424,8 @@ type Cache struct {
 	mu      sync.Mutex
 	max     int
 	entries []cacheEntry // most recent last
+	// checkOnly keeps adapters without their tensor data (NewCheckCache).
+	checkOnly bool
 }
 
 type cacheEntry struct {
@@ -435,6 +437,11 @@ type cacheEntry struct {
 
 // NewCache keeps up to n adapters (at least 1).
 func NewCache(n int) *Cache { return &Cache{max: max(n, 1)} }
+
+// NewCheckCache keeps the results of up to n checks (at least 1): the adapters it returns have
+// their layers' names, ranks and alphas but no tensor data (Factors yields nothing), so an
+// HTTP front end can refuse bad files without holding adapters in memory.
+func NewCheckCache(n int) *Cache { return &Cache{max: max(n, 1), checkOnly: true} }
 
 // Load resolves p under root and returns its parsed adapter, from the cache when the file is
 // unchanged.
@@ -460,6 +467,12 @@ func (c *Cache) Load(root, p string) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.checkOnly {
+		if err := a.checkFinite(); err != nil {
+			return nil, err
+		}
+		a = a.withoutData()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries = slices.DeleteFunc(c.entries, func(e cacheEntry) bool { return e.path == real })
@@ -468,4 +481,25 @@ func (c *Cache) Load(root, p string) (*Adapter, error) {
 		c.entries = c.entries[len(c.entries)-c.max:]
 	}
 	return a, nil
+}
+
+// checkFinite refuses factors with NaN or infinite values (a corrupt file).
+func (a *Adapter) checkFinite() error {
+	for _, err := range a.Factors() {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withoutData is a copy of a whose layers hold no tensor data.
+func (a *Adapter) withoutData() *Adapter {
+	c := *a
+	c.Layers = make([]Layer, len(a.Layers))
+	for i, l := range a.Layers {
+		l.Down.data, l.Up.data = nil, nil
+		c.Layers[i] = l
+	}
+	return &c
 }

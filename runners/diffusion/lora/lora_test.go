@@ -233,6 +233,22 @@ func TestCache(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("corrupt"), 0o600))
 	_, err = c.Load(root, "a.safetensors")
 	require.True(t, errors.Is(err, ErrInvalid), "a changed file is read again: %v", err)
+
+	// A check cache keeps the verdict, not the tensors; non-finite factors are refused there.
+	require.NoError(t, os.WriteFile(p, build(t, good()), 0o600))
+	chk := NewCheckCache(1)
+	a, err := chk.Load(root, "a.safetensors")
+	require.NoError(t, err)
+	require.Len(t, a.Layers, 2)
+	for _, l := range a.Layers {
+		require.Nil(t, l.Down.data)
+		require.Nil(t, l.Up.data)
+	}
+	ts := good()
+	ts[1].dtype, ts[1].vals[0] = "F32", float32(math.NaN())
+	require.NoError(t, os.WriteFile(filepath.Join(root, "nan.safetensors"), build(t, ts), 0o600))
+	_, err = chk.Load(root, "nan.safetensors")
+	require.ErrorIs(t, err, ErrInvalid)
 }
 
 // TestFixtureScript parses what scripts/gen-lora-fixture.py writes (both layouts).
