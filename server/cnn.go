@@ -152,7 +152,7 @@ func (s *Server) handleCNN(c *gin.Context) {
 	}
 	if cost > s.imageMem.total {
 		s.fail(c, httpErr(http.StatusRequestEntityTooLarge,
-			"%v: decoding it would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20))
+			"%v: decoding its pixels would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20))
 		return
 	}
 	release, err := s.imageMem.acquire(c.Request.Context(), cost)

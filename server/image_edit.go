@@ -67,7 +67,7 @@ func (s *Server) reserveImage(ctx context.Context, field string, data []byte) (f
 	}
 	if cost > s.imageMem.total {
 		return nil, &inputError{field: field, status: http.StatusRequestEntityTooLarge,
-			msg: fmt.Sprintf("%s: %v: decoding it would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", field, imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20)}
+			msg: fmt.Sprintf("%s: %v: decoding its pixels would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", field, imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20)}
 	}
 	return s.imageMem.acquire(ctx, cost)
 }
