@@ -309,6 +309,20 @@ func TestPythonFaults(t *testing.T) {
 		f.sigterm(t)
 		require.Equal(t, 0, f.waitExit(t, 10*time.Second))
 	})
+	t.Run("the canary asks the runner's health_check", func(t *testing.T) {
+		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet", "DEVICE_IDS": "(0)",
+			"FAKE_RUNNER_HEALTH_FAIL": "1", "CANARY_INTERVAL_SECONDS": "0.3"}))
+		eventually(t, 15*time.Second, "the canary restarted the worker", func() bool {
+			if _, err := tryDo(http.MethodGet, f.URL+"/tt-liveness", nil); err != nil {
+				return false
+			}
+			w := workerInfo(t, f)["0"]
+			return jsonNumber(t, w["restart_count"], "restart_count") >= 1
+		})
+		require.Contains(t, f.stderr.String(), "ForgeResnetRunner.health_check() returned False")
+		f.sigterm(t)
+		require.Equal(t, 0, f.waitExit(t, 10*time.Second))
+	})
 	t.Run("warm-up failure", func(t *testing.T) {
 		f := launch(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "DEVICE_IDS": "(0)",
 			"FAKE_RUNNER_WARMUP_FAIL": "no weights here", "MAX_WORKER_RESTART_COUNT": "0"}))

@@ -43,14 +43,16 @@ var ErrProtocol = errors.New("worker protocol error")
 //	2: image previews as chunks, per-task progress, every chunk answered (chunk_ack) with
 //	   the parent's Emit error (gob)
 //	3: the language-neutral framing: JSON header plus binary blobs (a version-2 peer's gob
-//	   frame fails to decode as ErrProtocol)
+//	   frame fails to decode as ErrProtocol); later, additively: probe / probe_result, sent
+//	   only to a worker whose ready says "probes" (the Python worker: the runner's
+//	   health_check)
 const ProtocolVersion = 3
 
 // kind is a message type; on the wire it is its name.
 type kind uint8
 
-// Message types. Parent → child: warmup, batch, cancel, shutdown, chunk_ack. Child → parent:
-// ready, chunk, progress, result, heartbeat.
+// Message types. Parent → child: warmup, batch, cancel, shutdown, chunk_ack, probe. Child →
+// parent: ready, chunk, progress, result, heartbeat, probe_result.
 const (
 	kindWarmup kind = iota + 1
 	kindReady
@@ -62,13 +64,15 @@ const (
 	kindShutdown
 	kindProgress
 	kindChunkAck
+	kindProbe
+	kindProbeResult
 
-	kindLast = kindChunkAck
+	kindLast = kindProbeResult
 )
 
 var kindNames = [...]string{kindWarmup: "warmup", kindReady: "ready", kindBatch: "batch", kindChunk: "chunk",
 	kindResult: "result", kindCancel: "cancel", kindHeartbeat: "heartbeat", kindShutdown: "shutdown",
-	kindProgress: "progress", kindChunkAck: "chunk_ack"}
+	kindProgress: "progress", kindChunkAck: "chunk_ack", kindProbe: "probe", kindProbeResult: "probe_result"}
 
 func (k kind) String() string {
 	if k >= kindWarmup && k <= kindLast {
@@ -116,6 +120,9 @@ type message struct {
 	Kind kind `json:"kind"`
 	// Warmup and Ready: the sender's ProtocolVersion.
 	Version int `json:"version,omitempty"`
+	// Ready: the worker answers probe messages (a health check of its runner that costs no
+	// device time); without it the parent's Probe checks only that the process lives.
+	Probes bool `json:"probes,omitempty"`
 	// Warmup: the device group (for the worker's logs) and how often it sends heartbeats.
 	Worker    string `json:"worker,omitempty"`
 	Heartbeat millis `json:"heartbeat_ms,omitempty"`
@@ -123,7 +130,8 @@ type message struct {
 	Jobs []wireJob `json:"jobs,omitempty"`
 	// Chunk, ChunkAck, Progress, Result, Cancel: the job.
 	Job uint64 `json:"job,omitempty"`
-	// Chunk and ChunkAck: the chunk's number (per child, from 1), which its answer repeats.
+	// Chunk and ChunkAck: the chunk's number (per child, from 1), which its answer repeats;
+	// Probe and ProbeResult: the probe's number.
 	Seq uint64 `json:"seq,omitempty"`
 	// Chunk: a streamed piece, one of Chunk and Partial.
 	Chunk   *wireTranscriptChunk `json:"transcript,omitempty"`
@@ -131,7 +139,7 @@ type message struct {
 	// Progress: step Done of Total.
 	Done  int `json:"done,omitempty"`
 	Total int `json:"total,omitempty"`
-	// Result: the job's value; Ready, Result and ChunkAck: the error.
+	// Result: the job's value; Ready, Result, ChunkAck and ProbeResult: the error.
 	Result *wireResult `json:"result,omitempty"`
 	Err    *wireError  `json:"error,omitempty"`
 	// Blobs are the byte lengths of the payload's blobs; encodeFrame fills it.

@@ -233,6 +233,14 @@ func TestPythonWorkerThroughTheRunner(t *testing.T) {
 		require.ErrorIs(t, out[0].Err, context.Canceled)
 		require.Less(t, time.Since(start), 2*time.Second, "not the job's 10 s")
 	})
+	t.Run("probe runs the runner's health_check", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, newPythonRunner(t, "tt-xla-resnet").Probe(ctx))
+		err := newPythonRunner(t, "tt-xla-resnet", "FAKE_RUNNER_HEALTH_FAIL=1").Probe(ctx)
+		require.ErrorContains(t, err, "ForgeResnetRunner.health_check() returned False")
+	})
 	t.Run("a bad request is ErrBadRequest", func(t *testing.T) {
 		t.Parallel()
 		r := newPythonRunner(t, "tt-sdxl-trace")

@@ -91,6 +91,9 @@ type Runner struct {
 	stderr   []string // last lines of the child's stderr
 	notable  []string // last lines that say why it might have died
 	nextID   uint64
+	probes   bool                     // the child answers probe messages (its ready said so)
+	probeSeq uint64                   // the last probe's number
+	probing  map[uint64]chan *message // probes waiting for their probe_result
 	started  bool
 	closed   bool
 	closeErr error
@@ -133,6 +136,7 @@ func New(cfg Config) *Runner {
 		gone:    make(chan struct{}),
 		quit:    make(chan struct{}),
 		pending: map[uint64]*pending{},
+		probing: map[uint64]chan *message{},
 	}
 }
 
@@ -193,7 +197,10 @@ func (r *Runner) Warmup(ctx context.Context) error {
 				return fmt.Errorf("worker %q (pid %d) warm-up: %w: the worker speaks protocol version %d, this server %d (different builds)",
 					r.cfg.WorkerID, r.PID(), ErrProtocol, m.Version, ProtocolVersion)
 			}
-			r.log.Info("worker process ready", "pid", r.PID())
+			r.mu.Lock()
+			r.probes = m.Probes
+			r.mu.Unlock()
+			r.log.Info("worker process ready", "pid", r.PID(), "probes", m.Probes)
 			return nil
 		case <-r.gone:
 			return fmt.Errorf("worker %q warm-up: %w", r.cfg.WorkerID, r.death())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"image"
 	"os"
 	"path/filepath"
@@ -73,17 +74,21 @@ func TestFramesMatchTheSchema(t *testing.T) {
 			job(&runners.AudioRequest{Samples: []float32{1, 2}, SampleRate: 16000, Duration: 1, Segments: []runners.Span{{Start: 0, End: 1}}}, false),
 			job(&runners.CNNRequest{Image: preview(0, 0, 3, 2), TopK: 3, MinConfidence: 70}, false),
 		}},
-		"cancel":      {Kind: kindCancel, Job: 5},
-		"chunk":       {Kind: kindChunk, Job: 5, Seq: 1, Chunk: &wireTranscriptChunk{Text: "hi", ChunkID: 1}},
-		"preview":     {Kind: kindChunk, Job: 5, Seq: 2, Partial: pv},
-		"chunk_ack":   {Kind: kindChunkAck, Job: 5, Seq: 2, Err: toWireError(context.Canceled)},
-		"progress":    {Kind: kindProgress, Job: 5, Done: 1, Total: 20},
-		"heartbeat":   {Kind: kindHeartbeat},
-		"shutdown":    {Kind: kindShutdown},
-		"image":       {Kind: kindResult, Job: 5, Result: res(&runners.ImageResult{Images: []image.Image{preview(0, 0, 2, 2)}})},
-		"transcript":  {Kind: kindResult, Job: 5, Result: res(&runners.TranscriptionResult{Text: "hi", Segments: []runners.TranscriptionSegment{{Text: "hi", Tokens: []int{1}}}})},
-		"cnn":         {Kind: kindResult, Job: 5, Result: res(&runners.CNNResult{Top: []runners.Classification{{Label: "tabby", Index: 281, Probability: 0.5}}})},
-		"job errored": {Kind: kindResult, Job: 5, Err: toWireError(runners.ErrBadRequest)},
+		"cancel":       {Kind: kindCancel, Job: 5},
+		"chunk":        {Kind: kindChunk, Job: 5, Seq: 1, Chunk: &wireTranscriptChunk{Text: "hi", ChunkID: 1}},
+		"preview":      {Kind: kindChunk, Job: 5, Seq: 2, Partial: pv},
+		"chunk_ack":    {Kind: kindChunkAck, Job: 5, Seq: 2, Err: toWireError(context.Canceled)},
+		"progress":     {Kind: kindProgress, Job: 5, Done: 1, Total: 20},
+		"heartbeat":    {Kind: kindHeartbeat},
+		"shutdown":     {Kind: kindShutdown},
+		"probe":        {Kind: kindProbe, Seq: 3},
+		"probe ok":     {Kind: kindProbeResult, Seq: 3},
+		"probe fails":  {Kind: kindProbeResult, Seq: 3, Err: toWireError(errors.New("health_check returned False"))},
+		"ready probes": {Kind: kindReady, Version: ProtocolVersion, Probes: true},
+		"image":        {Kind: kindResult, Job: 5, Result: res(&runners.ImageResult{Images: []image.Image{preview(0, 0, 2, 2)}})},
+		"transcript":   {Kind: kindResult, Job: 5, Result: res(&runners.TranscriptionResult{Text: "hi", Segments: []runners.TranscriptionSegment{{Text: "hi", Tokens: []int{1}}}})},
+		"cnn":          {Kind: kindResult, Job: 5, Result: res(&runners.CNNResult{Top: []runners.Classification{{Label: "tabby", Index: 281, Probability: 0.5}}})},
+		"job errored":  {Kind: kindResult, Job: 5, Err: toWireError(runners.ErrBadRequest)},
 	}
 	for name, m := range valid {
 		t.Run(name, func(t *testing.T) {
@@ -101,6 +106,7 @@ func TestFramesMatchTheSchema(t *testing.T) {
 		`{"kind":"batch","jobs":[{"id":1,"image":{"prompt":"p","num_inference_steps":2},"cnn":{"image":{"width":1,"height":1,"format":"rgb8","pixels":0}}}]}`,
 		`{"kind":"result","job":1}`,
 		`{"kind":"chunk","job":1,"seq":1}`,
+		`{"kind":"probe"}`,
 		`{"kind":"result","job":1,"result":{"images":[{"width":1,"height":1,"format":"bgr8","pixels":0}]}}`,
 		`{"kind":"result","job":1,"error":{"class":"oops","message":"x"}}`,
 	}

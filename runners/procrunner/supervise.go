@@ -33,6 +33,16 @@ func (r *Runner) readLoop(stdout io.Reader) {
 			r.relayChunk(m)
 		case kindProgress:
 			r.relayProgress(m)
+		case kindProbeResult:
+			r.mu.Lock()
+			ch := r.probing[m.Seq]
+			r.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- m:
+				default:
+				}
+			}
 		case kindReady, kindResult:
 			select {
 			case r.events <- m:
@@ -151,13 +161,45 @@ func (r *Runner) Exited() <-chan struct{} { return r.gone }
 
 // Probe reports whether the child is alive: it has not exited and its heartbeats are on time
 // (a silent child is killed by the heartbeat watcher). It costs no device time.
+//
+// A child whose ready said "probes" (the Python worker) is also asked: it runs its runner's
+// health check (HEAD's health_check(deep=False)) off its runner thread and answers; a failed
+// or unanswered (within ctx) check is the probe's error.
 func (r *Runner) Probe(ctx context.Context) error {
 	select {
 	case <-r.gone:
 		return r.death()
 	default:
 	}
-	return ctx.Err()
+	r.mu.Lock()
+	if !r.probes {
+		r.mu.Unlock()
+		return ctx.Err()
+	}
+	r.probeSeq++
+	seq := r.probeSeq
+	ch := make(chan *message, 1)
+	r.probing[seq] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.probing, seq)
+		r.mu.Unlock()
+	}()
+	if err := r.send(&message{Kind: kindProbe, Seq: seq}); err != nil {
+		return fmt.Errorf("worker %q: probe: %w", r.cfg.WorkerID, err)
+	}
+	select {
+	case m := <-ch:
+		if err := m.Err.err(); err != nil {
+			return fmt.Errorf("worker %q: health check: %w", r.cfg.WorkerID, err)
+		}
+		return nil
+	case <-r.gone:
+		return r.death()
+	case <-ctx.Done():
+		return fmt.Errorf("worker %q: health check unanswered: %w", r.cfg.WorkerID, ctx.Err())
+	}
 }
 
 // death is the error for jobs lost with the child.

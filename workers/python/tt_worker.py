@@ -607,6 +607,8 @@ class Worker:
                         job = self.jobs.get(header.get("job"))
                     if job is not None:
                         job.cancelled.set()
+                elif kind == "probe":
+                    self.probe(header.get("seq"))
                 elif kind == "chunk_ack":
                     ack = self.acks.get(header.get("seq"))
                     if ack is not None:
@@ -631,6 +633,32 @@ class Worker:
                     os.waitpid(self.heartbeat_pid, 0)
                 except OSError:
                     pass
+
+    def probe(self, seq):
+        """Answers a probe with the runner's health_check(deep=False), on its own thread (as
+        HEAD's device worker runs canary probes), so this thread keeps reading."""
+        def check():
+            error = None
+            try:
+                runner = self.runner
+                if runner is None:
+                    raise RuntimeError("the runner is not warmed up")
+                health = getattr(runner, "health_check", None)
+                if health is not None and not bool(self.call_sync(health, deep=False)):
+                    raise RuntimeError(f"{type(runner).__name__}.health_check() returned False")
+            except Exception as ex:  # noqa: BLE001 - a failed check is the answer
+                log.warning("health check failed: %s", ex)
+                error = wire_error(ex)
+            self.send(Out("probe_result", seq=seq, **({"error": error} if error else {})))
+
+        threading.Thread(target=check, name=f"probe-{seq}", daemon=True).start()
+
+    @staticmethod
+    def call_sync(fn, *args, **kwargs):
+        res = fn(*args, **kwargs)
+        if inspect.isawaitable(res):
+            res = asyncio.run(res)
+        return res
 
     def accept(self, wires, blobs):
         """Registers a batch's jobs and builds their requests; undecodable ones are answered."""
@@ -706,7 +734,7 @@ class Worker:
             log.error("warm-up failed:\n%s", traceback.format_exc())
             error = wire_error(ex)
             error["message"] = f"warm-up of {self.runner_name}: {error['message']}"
-        self.send(Out("ready", version=PROTOCOL_VERSION, **({"error": error} if error else {})))
+        self.send(Out("ready", version=PROTOCOL_VERSION, probes=True, **({"error": error} if error else {})))
 
     def run_batch(self, jobs):
         if self.runner is None:

@@ -68,6 +68,12 @@ class FakeRunner(BaseDeviceRunner):
         self.logger.info("fake %s warm on chips %s", type(self).__name__, self.ttnn_device.get_device_ids())
         return True
 
+    def health_check(self, deep=False):
+        if os.environ.get("FAKE_RUNNER_HEALTH_FAIL"):
+            return False
+        ttnn.synchronize_device(self.ttnn_device)  # raises once the device is closed
+        return True
+
     def close_device(self):
         if self.ttnn_device is not None:
             ttnn.close_mesh_device(self.ttnn_device)
