@@ -280,7 +280,7 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 		t.size = "512x512" // SDXL_IMAGE_RESOLUTION (SD3.5 always makes 1024x1024)
 	}
 	if svc == runners.ServiceImage {
-		if schema, err := imageRequestSchema(); err == nil {
+		if schema, err := imageRequestSchemaFor(runner); err == nil {
 			t.schemas = map[string]json.RawMessage{}
 			for _, id := range t.ids {
 				t.schemas[id] = schema

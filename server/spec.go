@@ -13,6 +13,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/goccy/go-yaml"
+
+	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
 //go:embed openapi.yaml
@@ -59,7 +61,18 @@ func (s *Server) handleOpenAPI(c *gin.Context) {
 // imageRequestSchema is the JSON Schema of the Python dialect's image request
 // (components.schemas.ImageGenerateRequest of the spec, titled), which /v1/models shows as the
 // image models' "schema", as HEAD does with its pydantic model's model_json_schema().
-var imageRequestSchema = sync.OnceValues(func() (json.RawMessage, error) {
+func imageRequestSchema() (json.RawMessage, error) { return imageRequestSchemaFor("") }
+
+// imageRequestSchemas caches imageRequestSchemaFor by runner.
+var imageRequestSchemas sync.Map
+
+// imageRequestSchemaFor is imageRequestSchema for a runner: HEAD's ImageToImageRequest for
+// tt-sdxl-image-to-image and ImageEditRequest for tt-sdxl-edit, each flattened into one
+// self-contained object schema (the spec composes them with allOf and $ref).
+func imageRequestSchemaFor(runner string) (json.RawMessage, error) {
+	if v, ok := imageRequestSchemas.Load(runner); ok {
+		return v.(json.RawMessage), nil
+	}
 	spec, err := openAPIJSON()
 	if err != nil {
 		return nil, err
@@ -76,6 +89,36 @@ var imageRequestSchema = sync.OnceValues(func() (json.RawMessage, error) {
 	if !ok {
 		return nil, errors.New("the spec has no ImageGenerateRequest schema")
 	}
-	schema["title"] = "ImageGenerateRequest"
-	return json.Marshal(schema)
-})
+	title := "ImageGenerateRequest"
+	extensions := map[string][]string{
+		runners.RunnerSDXLImg2Img: {"ImageToImageRequest"},
+		runners.RunnerSDXLEdit:    {"ImageToImageRequest", "ImageEditRequest"},
+	}[runner]
+	for _, name := range extensions {
+		ext, ok := doc.Components.Schemas[name]
+		if !ok {
+			return nil, fmt.Errorf("the spec has no %s schema", name)
+		}
+		title = name
+		schema["description"] = ext["description"]
+		parts, _ := ext["allOf"].([]any)
+		for _, p := range parts {
+			part, _ := p.(map[string]any)
+			props, _ := part["properties"].(map[string]any)
+			all, _ := schema["properties"].(map[string]any)
+			for k, v := range props {
+				all[k] = v
+			}
+			req, _ := part["required"].([]any)
+			have, _ := schema["required"].([]any)
+			schema["required"] = append(have, req...)
+		}
+	}
+	schema["title"] = title
+	out, err := json.Marshal(schema)
+	if err != nil {
+		return nil, err
+	}
+	imageRequestSchemas.Store(runner, json.RawMessage(out))
+	return out, nil
+}
