@@ -28,10 +28,8 @@ func TestMetalResNetBinary(t *testing.T) {
 	}
 	require.NoError(t, ttnnfile.Available(ttnnfile.SDKDir()))
 	write := func(mod func(*ttnn.ProgramSpec)) string {
-		spec, ok := programs.Lookup("resnet50")
+		spec, ok := programs.Lookup("resnet50") // a copy: mod may change it
 		require.True(t, ok)
-		spec.Functions = append([]ttnn.FunctionSpec(nil), spec.Functions...)
-		spec.Functions[0].Inputs = append([]ttnn.TensorSpec(nil), spec.Functions[0].Inputs...)
 		if mod != nil {
 			mod(&spec)
 		}
@@ -47,11 +45,7 @@ func TestMetalResNetBinary(t *testing.T) {
 	}
 
 	t.Run("a program that differs from its declaration stops the worker's start-up", func(t *testing.T) {
-		s := launch(t, env(write(func(p *ttnn.ProgramSpec) {
-			in := p.Functions[0].Inputs[0]
-			in.Shape = []int{8, 3, 224, 224}
-			p.Functions[0].Inputs[0] = in
-		})))
+		s := launch(t, env(write(func(p *ttnn.ProgramSpec) { p.Functions[0].Inputs[0].Shape[0] = 8 })))
 		want := "program resnet50 ("
 		deadline := time.Now().Add(20 * time.Second)
 		for !strings.Contains(s.stderr.String(), "configuration error, not retried") {

@@ -98,19 +98,36 @@ var all = []ttnn.ProgramSpec{
 	whisperStep(1), whisperStep(2), whisperStep(4),
 }
 
-// Lookup returns the declaration of a program.
+// Lookup returns the declaration of a program: a deep copy, which the caller may change.
 func Lookup(name string) (ttnn.ProgramSpec, bool) {
 	for _, p := range all {
 		if p.Name == name {
-			return p, true
+			return clone(p), true
 		}
 	}
 	return ttnn.ProgramSpec{}, false
 }
 
-// All returns every declared program, by name.
+func clone(p ttnn.ProgramSpec) ttnn.ProgramSpec {
+	p.Functions = append([]ttnn.FunctionSpec(nil), p.Functions...)
+	for i, f := range p.Functions {
+		for _, ts := range []*[]ttnn.TensorSpec{&f.Inputs, &f.Outputs} {
+			*ts = append([]ttnn.TensorSpec(nil), *ts...)
+			for j := range *ts {
+				(*ts)[j].Shape = append([]int(nil), (*ts)[j].Shape...)
+			}
+		}
+		p.Functions[i] = f
+	}
+	return p
+}
+
+// All returns (copies of) every declared program, by name.
 func All() []ttnn.ProgramSpec {
-	out := append([]ttnn.ProgramSpec(nil), all...)
+	out := make([]ttnn.ProgramSpec, len(all))
+	for i, p := range all {
+		out[i] = clone(p)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -89,19 +89,27 @@ func (d *SimDevice) BatchSize() int { return d.fn.batch }
 
 // Options are the device open options: the demo's, on the configured mesh.
 func (d *SimDevice) Options() ttnn.Options {
-	o := ttnn.Options{Mesh: d.cfg.Mesh, DeviceIDs: append([]int(nil), d.cfg.DeviceIDs...), L1SmallSize: L1SmallSize,
-		TraceRegionSize: TraceRegionSize, CommandQueues: CommandQueues, ProgramCache: true}
+	o := demoOptions(d.cfg.Mesh, d.cfg.DeviceIDs, d.cfg.TraceRegionSize)
 	switch {
 	case d.cfg.NoLatency:
 		o.SimLatencyScale = ttnn.SimNoLatency
 	case d.cfg.BatchLatency > 0:
 		o.SimLatencyScale = ttnn.SimScale(d.cfg.BatchLatency.Seconds(), d.fn.batchLatency.Seconds())
 	}
-	if d.cfg.TraceRegionSize > 0 {
-		o.TraceRegionSize = d.cfg.TraceRegionSize
+	return o
+}
+
+// demoOptions are the ResNet-50 demo's device options on mesh (both backends): L1 small size,
+// trace region (traceRegion when > 0), two command queues, the program cache, and ethernet
+// dispatch on a multi-chip mesh (two command queues there need it).
+func demoOptions(mesh ttnn.MeshShape, ids []int, traceRegion uint64) ttnn.Options {
+	o := ttnn.Options{Mesh: mesh, DeviceIDs: append([]int(nil), ids...), L1SmallSize: L1SmallSize,
+		TraceRegionSize: TraceRegionSize, CommandQueues: CommandQueues, ProgramCache: true}
+	if traceRegion > 0 {
+		o.TraceRegionSize = traceRegion
 	}
 	if o.Mesh.Chips() > 1 {
-		o.Dispatch = ttnn.DispatchEth // two command queues on a multi-chip mesh need ethernet dispatch
+		o.Dispatch = ttnn.DispatchEth
 	}
 	return o
 }

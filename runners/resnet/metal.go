@@ -71,15 +71,7 @@ func (d *MetalDevice) BatchSize() int { return d.spec.Batch }
 
 // Options are the device open options: the demo's, on the configured mesh.
 func (d *MetalDevice) Options() ttnn.Options {
-	o := ttnn.Options{Mesh: d.cfg.Mesh, DeviceIDs: append([]int(nil), d.cfg.DeviceIDs...), L1SmallSize: L1SmallSize,
-		TraceRegionSize: TraceRegionSize, CommandQueues: CommandQueues, ProgramCache: true}
-	if d.cfg.TraceRegionSize > 0 {
-		o.TraceRegionSize = d.cfg.TraceRegionSize
-	}
-	if o.Mesh.Chips() > 1 {
-		o.Dispatch = ttnn.DispatchEth
-	}
-	return o
+	return demoOptions(d.cfg.Mesh, d.cfg.DeviceIDs, d.cfg.TraceRegionSize)
 }
 
 // Info describes the open device; ok is false when it is not open.
