@@ -30,7 +30,7 @@ import (
 // tests read both from the server's output.
 
 // imageDoneLine is the runner's per-image call-sequence log line.
-var imageDoneLine = regexp.MustCompile(`diffusion runner: image done"? runner=(\S+) text_encodes=(\d+) vae_encodes=(\d+) unet_steps=(\d+) vae_decodes=(\d+)`)
+var imageDoneLine = regexp.MustCompile(`diffusion runner: image done"? runner=(\S+) text_encodes=(\d+) vae_encodes=(\d+) unet_steps=(\d+) vae_decodes=(\d+) lora_fuse_runs=(\d+) weight_restores=(\d+)`)
 
 // weightsLine is the runner's weights-checksum log line.
 var weightsLine = regexp.MustCompile(`diffusion runner: (base weights|LoRA fused|LoRA unloaded)"? runner=\S+ lora=(\S*) weights_checksum=([0-9a-f]+)`)
@@ -299,8 +299,16 @@ func TestLoRAEndToEnd(t *testing.T) {
 	baseSum := checksums()[0][3]
 	require.Equal(t, "base weights", checksums()[0][1])
 
+	done := func() []string {
+		m := imageDoneLine.FindAllStringSubmatch(s.stderr.String(), -1)
+		require.NotEmpty(t, m)
+		return m[len(m)-1]
+	}
 	plain := images(gen(""))
 	styled := images(gen(`, "lora_path": "style.safetensors", "lora_scale": 0.8`))
+	// The fixture's 12 factor tensors (down and up of 6 modules, 83,456 values) each fit one
+	// 65,536-value chunk of sdxl-lora-fuse: one fuse run per tensor.
+	require.Equal(t, "12", done()[6], "the adapter is fused before the image, in its call sequence")
 	require.NotEqual(t, plain, styled, "the fused adapter changes the image")
 	sums := checksums()
 	last := sums[len(sums)-1]
@@ -310,11 +318,13 @@ func TestLoRAEndToEnd(t *testing.T) {
 	fused := len(sums)
 	require.Equal(t, styled, images(gen(`, "lora_path": "style.safetensors", "lora_scale": 0.8`)))
 	require.Len(t, checksums(), fused, "the same adapter and scale stays fused (cached)")
+	require.Equal(t, "0", done()[6], "no fuse run for the cached adapter")
 	images(gen(`, "lora_path": "style.safetensors"`)) // default scale 0.5: another fusion
 	sums = checksums()
 	require.Len(t, sums, fused+1)
 	require.NotEqual(t, last[3], sums[len(sums)-1][3])
 	require.Equal(t, plain, images(gen("")), "a request without LoRA gets the base weights back")
+	require.Equal(t, [2]string{"0", "1"}, [2]string{done()[6], done()[7]}, "unloading is one restore, no fuse run")
 	sums = checksums()
 	require.Equal(t, "LoRA unloaded", sums[len(sums)-1][1])
 	require.Equal(t, baseSum, sums[len(sums)-1][3])

@@ -131,17 +131,21 @@ func (r *Runner) deviceStats() pipeline.Stats {
 			sum.VAEDecodes += st.VAEDecodes
 			sum.VAEEncodes += st.VAEEncodes
 			sum.LoRAFuses += st.LoRAFuses
+			sum.LoRAChunks += st.LoRAChunks
+			sum.WeightRestores += st.WeightRestores
 		}
 	}
 	return sum
 }
 
 // logCalls logs one image's device program runs (text encoders, VAE encoder, UNet steps, VAE
-// decoder): the call sequence operators and the end-to-end tests check.
+// decoder, LoRA fuse runs and returns to the base weights before it): the call sequence
+// operators and the end-to-end tests check.
 func (r *Runner) logCalls(ctx context.Context, before pipeline.Stats, strength float64) {
 	after := r.deviceStats()
 	r.log.Log(ctx, slog.LevelInfo, "diffusion runner: image done", "runner", r.cfg.Model.String(),
 		"text_encodes", after.Encodes-before.Encodes, "vae_encodes", after.VAEEncodes-before.VAEEncodes,
 		"unet_steps", after.TraceReplays-before.TraceReplays, "vae_decodes", after.VAEDecodes-before.VAEDecodes,
+		"lora_fuse_runs", after.LoRAChunks-before.LoRAChunks, "weight_restores", after.WeightRestores-before.WeightRestores,
 		"strength", strength)
 }

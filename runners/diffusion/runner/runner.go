@@ -413,9 +413,6 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 		steps = r.cfg.DefaultSteps
 	}
 	var img *image.NRGBA
-	if err := r.applyLoRA(ctx, req); err != nil {
-		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
-	}
 	if r.cfg.Model != SD35 {
 		before := r.deviceStats()
 		defer func() {
@@ -423,6 +420,9 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 				r.logCalls(ctx, before, req.Strength)
 			}
 		}()
+	}
+	if err := r.applyLoRA(ctx, req); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
 	}
 	switch {
 	case r.cfg.Model == SD35:
