@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"context"
+	"io/fs"
 	"iter"
 	"os"
 	"testing"
@@ -18,26 +19,39 @@ import (
 // these tests do not run in parallel.
 func openSimVariant(t *testing.T, set string, v Variant) (*Pipeline, *TTNNDevice) {
 	t.Helper()
+	d := simDevice(t, 34_541_598, set, Programs(), func(ctx context.Context, dev *ttnn.Device, fsys fs.FS) (*TTNNDevice, error) {
+		return NewTTNNDeviceFor(ctx, dev, fsys, v)
+	})
+	p, err := New(d, testTokenizer(t), SDXLConfig())
+	require.NoError(t, err)
+	return p, d
+}
+
+// simDevice opens the simulated 1x1 device with the given trace region and builds a pipeline
+// device on it from the programs in dir ("" = full); both are closed at the end of the test,
+// which checks that no trace or program is left.
+func simDevice[D interface{ Close() error }](t *testing.T, traceRegion uint64, dir string, full fs.FS,
+	build func(context.Context, *ttnn.Device, fs.FS) (D, error)) D {
+	t.Helper()
 	ctx := context.Background()
 	dev, err := ttnn.Open(ctx, ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768,
-		TraceRegionSize: 34_541_598, CommandQueues: 1, ProgramCache: true})
+		TraceRegionSize: traceRegion, CommandQueues: 1, ProgramCache: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, dev.Close()) })
-	fsys := Programs()
-	if set != "" {
-		fsys = os.DirFS(set)
+	set := full
+	if dir != "" {
+		set = os.DirFS(dir)
 	}
-	d, err := NewTTNNDeviceFor(ctx, dev, fsys, v)
+	d, err := build(ctx, dev, set)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, d.Close())
 		c, err := ttnn.Counts()
 		require.NoError(t, err)
 		require.Zero(t, c.Traces)
+		require.Zero(t, c.Programs)
 	})
-	p, err := New(d, testTokenizer(t), SDXLConfig())
-	require.NoError(t, err)
-	return p, d
+	return d
 }
 
 // TestSimImg2ImgCallSequence: the VAE encoder once, N*strength UNet replays, the VAE decoder

@@ -17,24 +17,7 @@ import (
 // programs from dir ("" = the full-size SD3Programs()).
 func openSD3Sim(t *testing.T, dir string, t5 T5Tokenizer) (*SD3Pipeline, *TTNNSD3Device) {
 	t.Helper()
-	ctx := context.Background()
-	dev, err := ttnn.Open(ctx, ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768,
-		TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, dev.Close()) })
-	set := SD3Programs()
-	if dir != "" {
-		set = os.DirFS(dir)
-	}
-	d, err := NewTTNNSD3Device(ctx, dev, set)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, d.Close())
-		c, err := ttnn.Counts()
-		require.NoError(t, err)
-		require.Zero(t, c.Traces)
-		require.Zero(t, c.Programs)
-	})
+	d := simDevice(t, 25_000_000, dir, SD3Programs(), NewTTNNSD3Device)
 	p, err := NewSD3(d, testTokenizer(t), t5, SD35Config())
 	require.NoError(t, err)
 	return p, d
