@@ -143,6 +143,20 @@ func TestWebMForms(t *testing.T) {
 	}
 }
 
+// TestWebMChannelsFromOpusHead: the channel count is OpusHead's; a track whose Channels element
+// says otherwise (or leaves it out: default 1) still decodes every channel.
+func TestWebMChannelsFromOpusHead(t *testing.T) {
+	tr, packets := webmFixturePackets(t, "webm_opus_48k_stereo_64k.webm")
+	mono := *tr
+	mono.channels = 1
+	want, err := Decode(context.Background(), buildWebM(tr, packets, webmLive), 0, Limits{})
+	require.NoError(t, err)
+	got, err := Decode(context.Background(), buildWebM(&mono, packets, webmLive), 0, Limits{})
+	require.NoError(t, err)
+	require.Equal(t, 2, got.SourceChannels)
+	require.True(t, slices.Equal(want.Samples, got.Samples))
+}
+
 // webmSeeds are short WebM files (a few packets of each fixture, in every form) for fuzzing.
 func webmSeeds(t testing.TB) [][]byte {
 	var out [][]byte

@@ -482,9 +482,8 @@ func decodeWebM(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 		// say the same, but ffmpeg 5.1 writes it wrong for sources below 48 kHz (104 samples
 		// for a pre-skip of 312 at 16 kHz), so it is not used.
 		head, preSkip = h, h.preSkip
-		if t.channels != h.channels {
-			return fmt.Errorf("%w: WebM Opus track declares %d channels but its OpusHead %d", ErrInvalidAudio, t.channels, h.channels)
-		}
+		// The channel count is OpusHead's, as libopus-based decoders take it; the track's
+		// Channels element (default 1, often left out) is informational.
 		return nil
 	}, func(pk webmPacket) error {
 		if codec != "A_OPUS" {
