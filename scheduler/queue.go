@@ -21,17 +21,25 @@ type queue struct {
 	total     int
 	notify    chan struct{} // closed and replaced whenever jobs arrive or the queue closes
 	closed    bool
+
+	// Places held for requests of several jobs (Reservation): held is their sum, clientHeld
+	// each client's share; unreserved counts the waiting jobs queued outside a reservation.
+	// A plain push needs unreserved + held < cap; a job of a reservation uses its places.
+	held       int
+	clientHeld map[string]int
+	unreserved int
 }
 
 type clientQueue struct {
-	key    string
-	jobs   []*job
-	served int // jobs served in the current round
+	key        string
+	jobs       []*job
+	served     int // jobs served in the current round
+	unreserved int // jobs queued outside a reservation
 }
 
 func newQueue(capacity, perClient int, weights map[string]int) *queue {
 	return &queue{cap: capacity, perClient: perClient, weights: weights,
-		clients: map[string]*clientQueue{}, notify: make(chan struct{})}
+		clients: map[string]*clientQueue{}, notify: make(chan struct{}), clientHeld: map[string]int{}}
 }
 
 // pushResult says why a push failed.
@@ -44,29 +52,103 @@ const (
 	pushClosed
 )
 
-// push adds j at the tail of its client's queue.
+// push adds j at the tail of its client's queue: in a place of its reservation when it has
+// one with a place free, else in a free place of the queue.
 func (q *queue) push(j *job) pushResult {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch {
-	case q.closed:
+	if q.closed {
 		return pushClosed
-	case q.total >= q.cap:
-		return pushFull
 	}
 	c := q.clients[j.client]
-	if q.perClient > 0 && c != nil && len(c.jobs) >= q.perClient {
-		return pushClientFull
+	if r := j.res; r != nil && !r.released && r.queued < r.size {
+		r.queued++
+	} else {
+		j.res = nil
+		if q.unreserved+q.held >= q.cap {
+			return pushFull
+		}
+		if q.perClient > 0 && q.clientHeld[j.client]+c.unreservedCount() >= q.perClient {
+			return pushClientFull
+		}
+		q.unreserved++
 	}
 	if c == nil {
 		c = &clientQueue{key: j.client}
 		q.clients[j.client] = c
 		q.ring = append(q.ring, c)
 	}
+	if j.res == nil {
+		c.unreserved++
+	}
 	c.jobs = append(c.jobs, j)
 	q.total++
 	q.wake()
 	return pushed
+}
+
+func (c *clientQueue) unreservedCount() int {
+	if c == nil {
+		return 0
+	}
+	return c.unreserved
+}
+
+// left accounts for j leaving the queue (taken, removed or closed out). Caller holds mu.
+func (q *queue) left(c *clientQueue, j *job) {
+	q.total--
+	if j.res != nil {
+		j.res.queued--
+		return
+	}
+	q.unreserved--
+	if c != nil {
+		c.unreserved--
+	}
+}
+
+// reserve holds n places for one client's request, all or none.
+func (q *queue) reserve(r *Reservation) pushResult {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		return pushClosed
+	case q.unreserved+q.held+r.size > q.cap:
+		return pushFull
+	case q.perClient > 0 && q.clientHeld[r.client]+q.clients[r.client].unreservedCount()+r.size > q.perClient:
+		return pushClientFull
+	}
+	q.held += r.size
+	q.clientHeld[r.client] += r.size
+	return pushed
+}
+
+// unreserve gives r's places back; its jobs still waiting keep theirs until they leave.
+func (q *queue) unreserve(r *Reservation) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r.released {
+		return
+	}
+	r.released = true
+	q.held -= r.size
+	if q.clientHeld[r.client] -= r.size; q.clientHeld[r.client] <= 0 {
+		delete(q.clientHeld, r.client)
+	}
+	// Jobs of r still queued (their requests are ending) now count as unreserved.
+	if r.queued > 0 {
+		for _, cq := range q.ring {
+			for _, j := range cq.jobs {
+				if j.res == r {
+					j.res = nil
+					q.unreserved++
+					cq.unreserved++
+				}
+			}
+		}
+		r.queued = 0
+	}
 }
 
 // remove takes j out of the queue if it is still waiting. It reports whether it was there.
@@ -80,7 +162,7 @@ func (q *queue) remove(j *job) bool {
 	for i, it := range c.jobs {
 		if it == j {
 			c.jobs = append(c.jobs[:i], c.jobs[i+1:]...)
-			q.total--
+			q.left(c, j)
 			q.dropIfEmpty(c)
 			return true
 		}
@@ -136,7 +218,7 @@ func (q *queue) popLocked(key string, any bool) *job {
 		for i, j := range c.jobs {
 			if any || j.batchKey == key {
 				c.jobs = append(c.jobs[:i], c.jobs[i+1:]...)
-				q.total--
+				q.left(c, j)
 				c.served++
 				w := max(q.weights[c.key], 1)
 				if c.served >= w || len(c.jobs) == 0 {
@@ -206,8 +288,13 @@ func (q *queue) close() []*job {
 	var left []*job
 	for _, c := range q.ring {
 		left = append(left, c.jobs...)
+		for _, j := range c.jobs {
+			if j.res != nil {
+				j.res.queued--
+			}
+		}
 	}
-	q.ring, q.clients, q.total, q.next = nil, map[string]*clientQueue{}, 0, 0
+	q.ring, q.clients, q.total, q.next, q.unreserved = nil, map[string]*clientQueue{}, 0, 0, 0
 	if !q.closed {
 		q.closed = true
 		q.wake()

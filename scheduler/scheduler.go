@@ -37,7 +37,78 @@ var (
 	// ErrDeadlineUnreachable: the predicted queue wait plus service time exceeds the job's
 	// deadline, so it is refused now instead of timing out later (429).
 	ErrDeadlineUnreachable = errors.New("request cannot finish before its deadline")
+	// ErrTooManyJobs: a request of several jobs needs more queue places than MAX_QUEUE_SIZE
+	// (or MAX_QUEUE_PER_CLIENT) has: it can never be admitted, so retrying is pointless (400).
+	ErrTooManyJobs = errors.New("request needs more queue places than the server has")
 )
+
+// Reservation holds queue places for the jobs of one request (the images of number_of_images,
+// the chunks of a fanned-out transcription), so they are admitted all or none: a request
+// either gets all its places at once or is refused before any of its jobs runs, and once
+// admitted none of its jobs is refused for a full queue. Jobs submitted with a context
+// carrying it (WithReservation) take its places; a place comes back to the reservation when
+// its job leaves the queue for a worker. Release gives them back to the queue.
+type Reservation struct {
+	q      *queue
+	client string
+	size   int
+	// under q.mu:
+	queued   int // the reservation's jobs waiting now
+	released bool
+}
+
+type reservationKey struct{}
+
+// WithReservation makes the jobs submitted with ctx take r's places.
+func WithReservation(ctx context.Context, r *Reservation) context.Context {
+	return context.WithValue(ctx, reservationKey{}, r)
+}
+
+// Release gives r's places back to the queue. Safe to call more than once.
+func (r *Reservation) Release() {
+	if r != nil {
+		r.q.unreserve(r)
+	}
+}
+
+// MaxReservation is the most places one request can ever hold: MAX_QUEUE_SIZE, or
+// MAX_QUEUE_PER_CLIENT when that is smaller.
+func (s *Scheduler) MaxReservation() int {
+	n := s.cfg.QueueSize
+	if s.cfg.PerClientCap > 0 {
+		n = min(n, s.cfg.PerClientCap)
+	}
+	return n
+}
+
+// Reserve holds n queue places for the jobs of one request of ctx's client, all or none. A
+// request that needs more than the server can ever hold is ErrTooManyJobs (naming the
+// setting); a queue without n free places now is a *Rejection (ErrQueueFull, with
+// Retry-After), as is a server not ready or stopping.
+func (s *Scheduler) Reserve(ctx context.Context, n int) (*Reservation, error) {
+	if s.stopping.Load() {
+		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
+	}
+	if !s.anyReady() {
+		return nil, s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
+	}
+	if n > s.cfg.QueueSize {
+		return nil, fmt.Errorf("%w: it needs %d at once, MAX_QUEUE_SIZE is %d", ErrTooManyJobs, n, s.cfg.QueueSize)
+	}
+	if s.cfg.PerClientCap > 0 && n > s.cfg.PerClientCap {
+		return nil, fmt.Errorf("%w: it needs %d at once, MAX_QUEUE_PER_CLIENT is %d", ErrTooManyJobs, n, s.cfg.PerClientCap)
+	}
+	r := &Reservation{q: s.q, client: ClientOf(ctx), size: max(n, 0)}
+	switch s.q.reserve(r) {
+	case pushFull:
+		return nil, s.reject(fmt.Errorf("%w: %d places needed at once", ErrQueueFull, n), &s.stats.rejectedFull, s.RetryAfter())
+	case pushClientFull:
+		return nil, s.reject(fmt.Errorf("%w (at most %d; %d needed at once)", ErrClientQueueFull, s.cfg.PerClientCap, n), &s.stats.rejectedFull, s.RetryAfter())
+	case pushClosed:
+		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
+	}
+	return r, nil
+}
 
 // Rejection is an admission refusal with the time after which a retry is likely admitted.
 type Rejection struct {
@@ -217,6 +288,7 @@ type job struct {
 	batchKey string
 	cost     float64
 	queued   time.Time
+	res      *Reservation         // the places it takes (nil: a free place of the queue); under q.mu
 	started  atomic.Bool          // a worker has handed it to a runner
 	done     chan runners.Outcome // buffered 1: exactly one outcome is ever sent
 	once     sync.Once
@@ -255,7 +327,10 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 	if b, ok := req.(Batchable); ok {
 		j.batchKey = b.BatchKey()
 	}
-	if dl, ok := jctx.Deadline(); ok {
+	if r, ok := ctx.Value(reservationKey{}).(*Reservation); ok && r.q == s.q {
+		j.res = r
+	}
+	if dl, ok := jctx.Deadline(); ok && j.res == nil { // a reserved request was admitted whole
 		if wait, known := s.predictWait(j.cost); known && time.Until(dl) < wait {
 			return nil, s.reject(fmt.Errorf("%w: predicted queue wait and service time %s, deadline in %s",
 				ErrDeadlineUnreachable, wait.Round(time.Millisecond), time.Until(dl).Round(time.Millisecond)),

@@ -59,6 +59,19 @@ func (s *Server) transcribe(c *gin.Context, req *runners.AudioRequest, onChunk f
 			fmt.Errorf("%w after %s", scheduler.ErrTimeout, s.cfg.InferenceTimeout))
 		defer cancel()
 	}
+	// The chunks are admitted all or none: as many places as chunks may wait at once are held
+	// for the request (and no more chunks than that are submitted at once), so no chunk is
+	// refused for a full queue after others ran.
+	places := min(len(plan.Chunks), max(plan.InFlight, 1))
+	if r, ok := s.pool(runners.ServiceAudio).Sched.(reserver); ok {
+		places = min(places, r.MaxReservation())
+	}
+	plan.InFlight = places
+	release, ctx, err := s.reserve(ctx, runners.ServiceAudio, places, "")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var emit func(any) error
 	if onChunk != nil {
 		emit = func(ch any) error {

@@ -67,6 +67,9 @@ func (s *Server) classify(err error) (status int, msg string, retryAfter time.Du
 		return http.StatusTooManyRequests, "Task queue is full. Please try again later.", orDefault(retryAfter, s.retryFallback())
 	case errors.Is(err, scheduler.ErrClientQueueFull), errors.Is(err, scheduler.ErrDeadlineUnreachable):
 		return http.StatusTooManyRequests, err.Error(), orDefault(retryAfter, s.retryFallback())
+	case errors.Is(err, scheduler.ErrTooManyJobs):
+		// It can never be admitted: no Retry-After, no x-should-retry.
+		return http.StatusBadRequest, err.Error(), 0
 	case errors.Is(err, scheduler.ErrNotReady):
 		return http.StatusServiceUnavailable, "Model is not ready", 5 * time.Second
 	case errors.Is(err, scheduler.ErrStopping):

@@ -297,6 +297,13 @@ func (s *Server) generateWith(ctx context.Context, req *imageRequest, encode fun
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := req.NumberOfImages
+	// The images are admitted all or none: a request is never half-run because the queue
+	// filled between its images.
+	release, ctx, err := s.reserve(ctx, runners.ServiceImage, n, "number_of_images")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	out := make([]string, n)
 	var (
 		wg       sync.WaitGroup

@@ -7,6 +7,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -31,6 +33,31 @@ type Scheduler interface {
 	Workers() map[string]scheduler.WorkerStatus
 	RestartWorker(id string) error
 	RestartAll()
+}
+
+// reserver is implemented by schedulers that admit a request's jobs all or none
+// (scheduler.Scheduler).
+type reserver interface {
+	Reserve(ctx context.Context, n int) (*scheduler.Reservation, error)
+	MaxReservation() int
+}
+
+// reserve holds n queue places of svc's scheduler for one request's jobs and returns ctx
+// carrying them; release gives them back. One job needs none. param names the request field
+// that asked for n, for a request that can never fit (400).
+func (s *Server) reserve(ctx context.Context, svc runners.Service, n int, param string) (release func(), _ context.Context, err error) {
+	r, ok := s.pool(svc).Sched.(reserver)
+	if !ok || n <= 1 {
+		return func() {}, ctx, nil
+	}
+	res, err := r.Reserve(ctx, n)
+	if err != nil {
+		if errors.Is(err, scheduler.ErrTooManyJobs) && param != "" {
+			err = &apiError{status: http.StatusBadRequest, msg: fmt.Sprintf("%s=%d: %v", param, n, err)}
+		}
+		return nil, ctx, err
+	}
+	return res.Release, scheduler.WithReservation(ctx, res), nil
 }
 
 // Pool is one model the server fronts: its API family, runner name and scheduler.
