@@ -281,6 +281,35 @@ func (q *queue) takeBatch(ctx context.Context, max int, delay time.Duration) []*
 	}
 }
 
+// requeue puts jobs a worker took but cannot run (its process died) back at the head of their
+// clients' queues, in order, for another worker; when the queue has closed it returns them.
+func (q *queue) requeue(jobs []*job) []*job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return jobs
+	}
+	for i := len(jobs) - 1; i >= 0; i-- {
+		j := jobs[i]
+		c := q.clients[j.client]
+		if c == nil {
+			c = &clientQueue{key: j.client}
+			q.clients[j.client] = c
+			q.ring = append(q.ring, c)
+		}
+		c.jobs = append([]*job{j}, c.jobs...)
+		q.total++
+		if j.res != nil {
+			j.res.queued++
+		} else {
+			q.unreserved++
+			c.unreserved++
+		}
+	}
+	q.wake()
+	return nil
+}
+
 // close stops accepting jobs and returns the ones still waiting.
 func (q *queue) close() []*job {
 	q.mu.Lock()

@@ -316,9 +316,9 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 		}
 		batch := w.s.q.takeBatch(idleCtx, w.s.cfg.MaxBatchSize, w.s.cfg.MaxBatchDelay)
 		stopIdle()
-		if gone.Load() && ctx.Err() == nil {
+		if (gone.Load() || closed(exited)) && ctx.Err() == nil {
 			// The process died while idle: restart now, before a request finds it dead. A
-			// batch taken at that very moment fails like any batch of a dead process.
+			// batch taken at that very moment goes back to the queue, for another worker.
 			err := fmt.Errorf("%w: worker %q: its process exited while idle", ErrWorkerFailed, w.group.ID)
 			if prober != nil {
 				if perr := prober.Probe(ctx); perr != nil {
@@ -326,8 +326,8 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 				}
 			}
 			if batch != nil {
-				if rerr := w.runBatch(ctx, r, batch); rerr != nil {
-					err = rerr
+				for _, j := range w.s.q.requeue(batch) { // the queue closed meanwhile
+					j.finish(runners.Outcome{Err: ErrStopping})
 				}
 			}
 			w.s.log.Error("worker process exited; restarting the worker", "worker", w.group.ID, "err", err)
@@ -461,6 +461,16 @@ func anyCancelled(jobs []*job) bool {
 		}
 	}
 	return false
+}
+
+// closed reports whether ch is closed (false for nil).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
