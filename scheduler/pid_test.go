@@ -67,9 +67,8 @@ func TestWorkerPID(t *testing.T) {
 	_, err := s.Submit(context.Background(), "x", nil)
 	require.ErrorIs(t, err, runners.ErrDeviceLost)
 	// While it restarts (RestartDelay) there is no process: no pid, not the server's.
-	st := s.Workers()["0"]
-	require.Equal(t, stateRestart, st.State)
-	require.Zero(t, st.PID, "a restarting worker process must not show the server's pid")
+	waitFor(t, "restarting", func() bool { return s.Workers()["0"].State == stateRestart })
+	require.Zero(t, s.Workers()["0"].PID, "a restarting worker process must not show the server's pid")
 	waitFor(t, "restarted", func() bool { return s.Workers()["0"].RestartCount == 1 && s.Ready() })
 	require.Equal(t, 200, s.Workers()["0"].PID)
 }
