@@ -67,6 +67,12 @@ struct ttb_tensor {
   size_t bytes;
   uint8_t *data;
   uint64_t gen; /* changes whenever data does (sim_gen): lets a trace replay skip unchanged runs */
+  /* A computed output is generated when first needed (read, or used as an input), not when
+   * computed: an output the host frees unread (a VAE's 1024² image in mock mode) costs nothing.
+   * lazy_h and lazy_o are compute's hash and output index; the bytes are the same either way. */
+  int lazy;
+  uint64_t lazy_h;
+  uint32_t lazy_o;
   uint32_t trace_refs;
   ttb_tensor *prev, *next;
 };
@@ -75,6 +81,7 @@ struct ttb_tensor {
  * unique across tensors and devices. */
 static uint64_t sim_gen;
 static uint64_t next_gen(void) { return __atomic_add_fetch(&sim_gen, 1, __ATOMIC_RELAXED); }
+static void materialize(ttb_tensor *t);
 
 typedef struct {
   ttb_program *p;
@@ -902,6 +909,7 @@ static ttb_status sim_tensor_write(ttb_tensor *t, const void *src, size_t bytes,
   if ((st = check_tensor(t)) || (st = check_cq(t->dev, cq)) || (st = no_capture(t->dev, "tensor write")) || (st = usable(t))) return st;
   if (bytes != t->bytes || src == NULL) return ttb_fail(TTB_INVALID_ARGUMENT, "write of %zu B to a tensor of %zu B", bytes, t->bytes);
   memcpy(t->data, src, bytes);
+  t->lazy = 0;
   t->gen = next_gen();
   return TTB_OK;
 }
@@ -910,6 +918,7 @@ static ttb_status sim_tensor_read(ttb_tensor *t, void *dst, size_t bytes, uint32
   ttb_status st;
   if ((st = check_tensor(t)) || (st = check_cq(t->dev, cq)) || (st = no_capture(t->dev, "tensor read")) || (st = usable(t))) return st;
   if (bytes != t->bytes || dst == NULL) return ttb_fail(TTB_INVALID_ARGUMENT, "read of %zu B from a tensor of %zu B", bytes, t->bytes);
+  materialize(t);
   memcpy(dst, t->data, bytes);
   return TTB_OK;
 }
@@ -951,6 +960,28 @@ static ttb_status mark_compiled(ttb_device *d, uint64_t key) {
 
 static ttb_status compute_outputs(ttb_program *p, uint32_t fn, ttb_tensor *const *in, uint32_t n_in, ttb_tensor *const *out, uint32_t n_out, int *scripted);
 
+/* materialize writes a lazily computed output's values: output o of the run whose input hash
+ * was h, a splitmix64 stream of floats in [-1, 1) (ints take the raw draws). */
+static void materialize(ttb_tensor *t) {
+  if (!t->lazy || t->data == NULL) return;
+  t->lazy = 0;
+  uint64_t s = t->lazy_h ^ ((uint64_t)(t->lazy_o + 1) * 0xd1b54a32d192ed03ULL);
+  size_t es = ttb_dtype_size(t->desc.dtype), n = t->bytes / es;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = splitmix(&s);
+    float v = (float)((double)(r >> 40) / (double)(1ull << 24) * 2.0 - 1.0); /* [-1, 1) */
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    switch (t->desc.dtype) {
+    case TTB_F32: memcpy(t->data + i * 4, &bits, 4); break;
+    case TTB_BF16: { uint16_t b = (uint16_t)(bits >> 16); memcpy(t->data + i * 2, &b, 2); break; }
+    case TTB_U32: case TTB_I32: { uint32_t u = (uint32_t)r; memcpy(t->data + i * 4, &u, 4); break; }
+    case TTB_U16: { uint16_t u = (uint16_t)r; memcpy(t->data + i * 2, &u, 2); break; }
+    default: t->data[i] = (uint8_t)r;
+    }
+  }
+}
+
 /* compute writes the outputs of one run of function fn; *scripted (when not NULL) tells
  * whether a decoder-step script produced them. Every output takes a new generation. */
 static ttb_status compute_ex(ttb_program *p, uint32_t fn, ttb_tensor *const *in, uint32_t n_in, ttb_tensor *const *out, uint32_t n_out, int *scripted) {
@@ -965,6 +996,8 @@ static ttb_status compute(ttb_program *p, uint32_t fn, ttb_tensor *const *in, ui
 
 static ttb_status compute_outputs(ttb_program *p, uint32_t fn, ttb_tensor *const *in, uint32_t n_in, ttb_tensor *const *out, uint32_t n_out, int *scripted) {
   ttb_sim_buf bi[SIM_MAX_IO], bo[SIM_MAX_IO]; /* a Whisper decoder step writes its own logits */
+  for (uint32_t i = 0; i < n_in; i++) materialize(in[i]);
+  for (uint32_t o = 0; o < n_out; o++) out[o]->lazy = 0; /* overwritten below, or by the script */
   for (uint32_t i = 0; i < n_in; i++) bi[i] = (ttb_sim_buf){&in[i]->desc, in[i]->data, in[i]->bytes};
   for (uint32_t o = 0; o < n_out; o++) bo[o] = (ttb_sim_buf){&out[o]->desc, out[o]->data, out[o]->bytes};
   int handled = 0;
@@ -980,23 +1013,10 @@ static ttb_status compute_outputs(ttb_program *p, uint32_t fn, ttb_tensor *const
     h = fnv(h, in[i]->desc.shape, in[i]->desc.rank * sizeof(uint32_t));
     h = fnv(h, in[i]->data, in[i]->bytes);
   }
-  for (uint32_t o = 0; o < n_out; o++) {
-    ttb_tensor *t = out[o];
-    uint64_t s = h ^ ((uint64_t)(o + 1) * 0xd1b54a32d192ed03ULL);
-    size_t es = ttb_dtype_size(t->desc.dtype), n = t->bytes / es;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t r = splitmix(&s);
-      float v = (float)((double)(r >> 40) / (double)(1ull << 24) * 2.0 - 1.0); /* [-1, 1) */
-      uint32_t bits;
-      memcpy(&bits, &v, 4);
-      switch (t->desc.dtype) {
-      case TTB_F32: memcpy(t->data + i * 4, &bits, 4); break;
-      case TTB_BF16: { uint16_t b = (uint16_t)(bits >> 16); memcpy(t->data + i * 2, &b, 2); break; }
-      case TTB_U32: case TTB_I32: { uint32_t u = (uint32_t)r; memcpy(t->data + i * 4, &u, 4); break; }
-      case TTB_U16: { uint16_t u = (uint16_t)r; memcpy(t->data + i * 2, &u, 2); break; }
-      default: t->data[i] = (uint8_t)r;
-      }
-    }
+  for (uint32_t o = 0; o < n_out; o++) { /* generated on first use: materialize() */
+    out[o]->lazy = 1;
+    out[o]->lazy_h = h;
+    out[o]->lazy_o = o;
   }
   return TTB_OK;
 }

@@ -385,6 +385,13 @@ func TestTraceRules(t *testing.T) {
 	require.NoError(t, outs[0].Write(bg, 0, make([]byte, len(want))))
 	require.NoError(t, tr.Replay(bg, true))
 	require.Equal(t, want, read(t, outs[0]), "an overwritten output is computed again")
+	// Outputs are generated lazily: an output used as the next run's input is generated first,
+	// so chaining gives what reading in between gives.
+	chained, err := p.Run(bg, 0, "add", outs[0], b)
+	require.NoError(t, err)
+	viaRead, err := p.Run(bg, 0, "add", upload(t, d, f23, read(t, outs[0]), true), b)
+	require.NoError(t, err)
+	require.Equal(t, read(t, viaRead[0]), read(t, chained[0]))
 	require.ErrorIs(t, outs[0].Free(), ErrBusy, "trace output is pinned by the trace")
 
 	// A second capture of 2 runs (8192 B) does not fit next to the first (4096 B of 10000 B).
