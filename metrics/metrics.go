@@ -41,6 +41,7 @@ type Metrics struct {
 	steps        *prometheus.CounterVec
 	clients      *prometheus.CounterVec
 	sources      *sourceSet
+	canary       *canaryMetrics
 }
 
 // latencyBuckets span 1 ms to ~10 min: from a ResNet batch to a long SD3.5 generation.
@@ -74,6 +75,7 @@ func New() *Metrics {
 	m.clients = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "client_requests_total",
 		Help: "Authenticated requests by client (API key name; all JWT callers count as \"jwt\") and status class."}, []string{"client", "class"})
 	m.sources = &sourceSet{}
+	m.canary = newCanaryMetrics(reg)
 	reg.MustRegister(m.clients, m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps, m.sources)
 	return m
 }

@@ -200,7 +200,10 @@ type Config struct {
 	// CanaryInterval: an idle worker whose runner implements runners.Prober probes it this
 	// often; a failed probe restarts the worker. 0 turns probing off.
 	CanaryInterval time.Duration
-	Reset          ResetFunc // optional: resets devices before a worker restarts
+	// Canary configures the canary health monitor (canary.go); without Canary.Enabled and
+	// Canary.Probe there is none.
+	Canary CanaryConfig
+	Reset  ResetFunc // optional: resets devices before a worker restarts
 	// OnJobDone, when set, hears about every job that reached a runner: its queue wait, the
 	// run time of its batch, and its outcome ("ok", "error" or "cancelled").
 	OnJobDone func(worker string, wait, device time.Duration, outcome string)
@@ -227,6 +230,10 @@ type Scheduler struct {
 
 	rate  rateEstimator
 	stats stats
+
+	// canary is the health monitor (nil: none); realTraffic counts client jobs for it.
+	canary *canary
+	realTraffic
 }
 
 // New builds a scheduler; Start launches its workers.
@@ -247,6 +254,9 @@ func New(cfg Config, factory RunnerFactory) *Scheduler {
 		q:       newQueue(cfg.QueueSize, cfg.PerClientCap, cfg.ClientWeights),
 		byID:    map[string]*worker{},
 	}
+	if cfg.Canary.Enabled && cfg.Canary.Probe != nil {
+		s.canary = newCanary(s, cfg.Canary)
+	}
 	for _, g := range cfg.Groups {
 		w := &worker{s: s, group: g, restartReq: make(chan struct{}, 1)}
 		s.workers = append(s.workers, w)
@@ -259,6 +269,13 @@ func New(cfg Config, factory RunnerFactory) *Scheduler {
 // The scheduler is ready as soon as the first worker has warmed up.
 func (s *Scheduler) Start(ctx context.Context) {
 	s.runCtx, s.runCancel = context.WithCancel(context.WithoutCancel(ctx))
+	if s.canary != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.canary.run(s.runCtx)
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -291,6 +308,7 @@ type job struct {
 	res      *Reservation         // the places it takes (nil: a free place of the queue); under q.mu
 	started  atomic.Bool          // a worker has handed it to a runner
 	done     chan runners.Outcome // buffered 1: exactly one outcome is ever sent
+	probe    bool                 // a canary probe, not client traffic
 	once     sync.Once
 }
 
@@ -315,6 +333,7 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 	if !s.anyReady() {
 		return nil, s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
 	}
+	defer s.realTraffic.begin()()
 	jctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.cfg.Timeout > 0 {
 		jctx, cancel = context.WithTimeoutCause(ctx, s.cfg.Timeout, ErrTimeout)

@@ -431,7 +431,7 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 				w.mu.Unlock()
 			}
 		}
-		if w.s.cfg.OnJobDone != nil {
+		if w.s.cfg.OnJobDone != nil && !j.probe { // probes are not client traffic
 			w.s.cfg.OnJobDone(w.group.ID, start.Sub(j.queued), took, outcome)
 		}
 		if t := timingOf(j.ctx); t != nil {
@@ -448,10 +448,19 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 			break
 		}
 	}
-	if !anyCancelled(live) { // a batch cut short by cancellation says nothing about speed
+	if !anyCancelled(live) && !anyProbe(live) { // probes are not the workload's speed // a batch cut short by cancellation says nothing about speed
 		w.s.rate.observe(cost, len(live), took)
 	}
 	return nil
+}
+
+func anyProbe(jobs []*job) bool {
+	for _, j := range jobs {
+		if j.probe {
+			return true
+		}
+	}
+	return false
 }
 
 func anyCancelled(jobs []*job) bool {

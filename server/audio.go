@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/media/audio"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
 )
 
 const (
@@ -345,6 +346,11 @@ type pythonTranscriptBody struct {
 }
 
 func pythonTranscript(res *runners.TranscriptionResult, timestamps bool) pythonTranscriptBody {
+	if name, ok := tokenizer.LanguageName(res.Language); ok { // "en" → "english", as the seed answered
+		cp := *res
+		cp.Language = name
+		res = &cp
+	}
 	out := pythonTranscriptBody{TranscriptionResult: res}
 	if timestamps {
 		start, end := 0.0, res.Duration

@@ -94,26 +94,60 @@ func (s *Server) handleLiveness(c *gin.Context) {
 		queue += p.Sched.QueueLen()
 		capacity += p.Sched.QueueCap()
 		runnerNames = append(runnerNames, p.Runner)
+		cs := p.Sched.Canary()
 		pools[p.Runner] = gin.H{"service": p.Service, "model_ready": p.Sched.Ready(), "queue_size": p.Sched.QueueLen(),
-			"max_queue_size": p.Sched.QueueCap(), "worker_info": wi}
+			"max_queue_size": p.Sched.QueueCap(), "worker_info": wi, "canary_alive": cs.Alive, "canary_state": cs.State}
 	}
 	ready := s.ready()
+	canary := s.canary()
 	resp := livenessResponse{
 		Status: "alive", ModelReady: ready, QueueSize: queue, MaxQueueSize: capacity,
 		DeviceMeshShape: [2]int{s.cfg.DeviceMeshShape.Rows, s.cfg.DeviceMeshShape.Cols},
-		Device:          device, WorkerInfo: info, RunnerInUse: strings.Join(runnerNames, ","), MockDevices: s.mock,
+		Device:          device, WorkerInfo: info, RunnerInUse: strings.Join(runnerNames, ","),
+		CanaryAlive: canary.Alive, CanaryState: canary.State, MockDevices: s.mock,
 		ImageCodecs: imaging.Status(),
 	}
 	if len(s.pools) > 1 {
 		resp.Pools = pools
 	}
-	if !ready {
+	switch {
+	case !ready:
 		resp.Detail = "Model is not ready"
-		setRetryAfter(c, 5*time.Second)
-		writeJSON(c, http.StatusServiceUnavailable, resp)
+	case s.canaryGated(canary):
+		resp.Detail = canaryNotServing
+	default:
+		writeJSON(c, http.StatusOK, resp)
 		return
 	}
-	writeJSON(c, http.StatusOK, resp)
+	setRetryAfter(c, 5*time.Second)
+	writeJSON(c, http.StatusServiceUnavailable, resp)
+}
+
+// canaryNotServing is HEAD's answer when CANARY_GATE_READINESS is on and the canary is dead.
+const canaryNotServing = "Canary monitor: model not serving"
+
+// canaryGated reports whether a dead canary makes the server not ready (CANARY_GATE_READINESS).
+func (s *Server) canaryGated(st scheduler.CanaryStatus) bool {
+	return s.cfg.Canary.GateReadiness && st.Enabled && !st.Alive
+}
+
+// canarySeverity orders canary states, worst last, to summarise several pools.
+var canarySeverity = map[string]int{scheduler.CanaryDisabled: 0, scheduler.CanaryHealthy: 1, scheduler.CanaryStarting: 2,
+	scheduler.CanaryProbing: 3, scheduler.CanarySuspect: 4, scheduler.CanaryDead: 5}
+
+// canary is the pools' canary status: the worst state of them (one pool: its own); alive
+// unless one is dead.
+func (s *Server) canary() scheduler.CanaryStatus {
+	out := scheduler.CanaryStatus{State: scheduler.CanaryDisabled, Alive: true}
+	for _, p := range s.pools {
+		cs := p.Sched.Canary()
+		out.Enabled = out.Enabled || cs.Enabled
+		out.Alive = out.Alive && cs.Alive
+		if canarySeverity[cs.State] > canarySeverity[out.State] {
+			out.State = cs.State
+		}
+	}
+	return out
 }
 
 // livenessResponse is /tt-liveness's body, in the Python server's key order.
@@ -126,20 +160,29 @@ type livenessResponse struct {
 	Device          string                `json:"device"`
 	WorkerInfo      map[string]workerInfo `json:"worker_info"`
 	RunnerInUse     string                `json:"runner_in_use"`
+	CanaryAlive     bool                  `json:"canary_alive"`
+	CanaryState     string                `json:"canary_state"`
 	MockDevices     bool                  `json:"mock_devices"`
 	ImageCodecs     imaging.CodecStatus   `json:"image_codecs"`
 	Pools           map[string]any        `json:"pools,omitempty"`
 	Detail          string                `json:"detail,omitempty"`
 }
 
-// handleHealth serves GET /health (vLLM-compatible): 200 {} when ready, 503 otherwise.
+// handleHealth serves GET /health (vLLM-compatible): 200 {} when ready, 503 otherwise (also
+// when CANARY_GATE_READINESS is on and the canary is dead).
 func (s *Server) handleHealth(c *gin.Context) {
-	if !s.ready() {
-		setRetryAfter(c, 5*time.Second)
-		writeJSON(c, http.StatusServiceUnavailable, gin.H{"detail": "Model is not ready"})
+	detail := ""
+	switch {
+	case !s.ready():
+		detail = "Model is not ready"
+	case s.canaryGated(s.canary()):
+		detail = canaryNotServing
+	default:
+		writeJSON(c, http.StatusOK, gin.H{})
 		return
 	}
-	writeJSON(c, http.StatusOK, gin.H{})
+	setRetryAfter(c, 5*time.Second)
+	writeJSON(c, http.StatusServiceUnavailable, gin.H{"detail": detail})
 }
 
 // handleDeepReset serves POST /tt-deep-reset: every worker is restarted in the background.

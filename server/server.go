@@ -33,6 +33,8 @@ type Scheduler interface {
 	Workers() map[string]scheduler.WorkerStatus
 	RestartWorker(id string) error
 	RestartAll()
+	// Canary is the canary health monitor's state (HEAD's canary_state / canary_alive).
+	Canary() scheduler.CanaryStatus
 }
 
 // reserver is implemented by schedulers that admit a request's jobs all or none

@@ -29,6 +29,7 @@ type fakeSched struct {
 	submit func(ctx context.Context, req any, emit func(any) error) (any, error)
 	mu     sync.Mutex
 	last   any
+	canary string // the canary state reported ("" = no monitor)
 }
 
 func (f *fakeSched) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
@@ -43,6 +44,12 @@ func (f *fakeSched) QueueCap() int                 { return 4 }
 func (f *fakeSched) RetryAfter() time.Duration     { return 7 * time.Second }
 func (f *fakeSched) RestartWorker(id string) error { return nil }
 func (f *fakeSched) RestartAll()                   {}
+func (f *fakeSched) Canary() scheduler.CanaryStatus {
+	if f.canary != "" {
+		return scheduler.CanaryStatus{Enabled: true, State: f.canary, Alive: f.canary != scheduler.CanaryDead}
+	}
+	return scheduler.CanaryStatus{State: scheduler.CanaryDisabled, Alive: true}
+}
 func (f *fakeSched) Workers() map[string]scheduler.WorkerStatus {
 	return map[string]scheduler.WorkerStatus{"0": {IsReady: f.ready, State: "ready"}}
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -202,4 +203,67 @@ func TestHEADCNNClients(t *testing.T) {
 	require.IsType(t, "", r.obj(t)["image_data"].([]any)[0], "verbose_json is a CSV line")
 	legacy := s.postJSON(t, "/cnn/search-image", `{"prompt":"`+img+`"}`)
 	requireDeprecated(t, legacy, "/v1/cnn/search-image")
+}
+
+// TestCanaryMonitor runs HEAD's canary monitor on the real binary: idle probes are real
+// inferences through the scheduler, in process and in a worker process; a device that hangs
+// (the simulator's TTB_SIM_HANG_AFTER run sleeps TTB_SIM_HANG_SECONDS) turns it suspect then
+// dead, which with CANARY_GATE_READINESS makes /health and /tt-liveness 503; when the device
+// answers again, probes pass and it is healthy. /metrics carries tt_canary_*.
+func TestCanaryMonitor(t *testing.T) {
+	t.Parallel()
+	for _, isolation := range []string{"inprocess", "process"} {
+		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet", "MOCK_DEVICES_COUNT": "1", "DEVICE_IDS": "(0)",
+				"WORKER_ISOLATION": isolation, "CANARY_STARTUP_GRACE_SECONDS": "0", "CANARY_WAIT_SECONDS": "0.1",
+				"CANARY_TICK_SECONDS": "0.05", "CANARY_PROBE_TIMEOUT_SECONDS": "0.3", "CANARY_GATE_READINESS": "true",
+				"CANARY_INTERVAL_SECONDS": "0", "TTB_SIM_HANG_AFTER": "120", "TTB_SIM_HANG_SECONDS": "1.6"})
+			state := func() (int, string, bool) {
+				code, m := s.liveness(t)
+				st, _ := m["canary_state"].(string)
+				alive, _ := m["canary_alive"].(bool)
+				return code, st, alive
+			}
+			waitState := func(want string, timeout time.Duration) {
+				t.Helper()
+				deadline := time.Now().Add(timeout)
+				var seen []string
+				for {
+					_, st, _ := state()
+					if st == want {
+						return
+					}
+					if len(seen) == 0 || !strings.HasSuffix(seen[len(seen)-1], " "+st) {
+						seen = append(seen, time.Now().Format("05.000")+" "+st)
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("canary_state %q, want %q after %v; seen %v", st, want, timeout, seen)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			waitState("healthy", 10*time.Second)
+			code, _, alive := state()
+			require.Equal(t, http.StatusOK, code)
+			require.True(t, alive)
+
+			waitState("dead", 30*time.Second)
+			code, _, alive = state()
+			require.Equal(t, http.StatusServiceUnavailable, code, "CANARY_GATE_READINESS")
+			require.False(t, alive)
+			h := s.get(t, "/health")
+			require.Equal(t, http.StatusServiceUnavailable, h.Status)
+			require.Equal(t, "Canary monitor: model not serving", h.obj(t)["detail"])
+
+			waitState("healthy", 20*time.Second)
+			require.Equal(t, http.StatusOK, s.get(t, "/health").Status)
+			metrics := string(s.get(t, "/metrics").Body)
+			require.Contains(t, metrics, `tt_canary_state{model_type="tt-xla-resnet",state="healthy"} 1`)
+			require.Contains(t, metrics, `tt_canary_state{model_type="tt-xla-resnet",state="dead"} 0`)
+			require.Regexp(t, `tt_canary_failures_total\{depth="shallow",model_type="tt-xla-resnet"\} [3-9]`, metrics)
+			require.Contains(t, metrics, `tt_canary_probe_latency_seconds_count{depth="shallow",model_type="tt-xla-resnet"}`)
+			require.Contains(t, metrics, `tt_canary_last_success_timestamp{model_type="tt-xla-resnet"}`)
+		})
+	}
 }

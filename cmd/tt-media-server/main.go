@@ -140,8 +140,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			RestartDelay:   settings.ResetDeviceSleep,
 			CheckInterval:  settings.WorkerCheckInterval,
 			CanaryInterval: settings.CanaryInterval,
-			Reset:          resetDevices(settings, py != nil, log),
-			Logger:         log.With("model", runner),
+			Canary: scheduler.CanaryConfig{
+				CanarySettings: settings.Canary,
+				Probe: func(deep bool) (any, func(any) error) {
+					return runners.ProbeRequest(runner, service, deep)
+				},
+				OnState: func(state string) { m.CanaryState(runner, state, scheduler.CanaryStates) },
+				OnProbe: func(depth string, ok bool, latency time.Duration) { m.CanaryProbe(runner, depth, ok, latency) },
+			},
+			Reset:  resetDevices(settings, py != nil, log),
+			Logger: log.With("model", runner),
 			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
 				m.JobDone(runner, worker, wait, device, outcome)
 			},
