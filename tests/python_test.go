@@ -99,6 +99,14 @@ func TestPythonImage(t *testing.T) {
 		require.Len(t, imgs, 2)
 		require.NotEqual(t, imgs[0], imgs[1])
 	})
+	t.Run("SDXL_IMAGE_RESOLUTION reaches the runner", func(t *testing.T) {
+		small := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.005",
+			"DEVICE_IDS": "(0)", "SDXL_IMAGE_RESOLUTION": "(512, 512)"}))
+		imgs := generateV1(t, small, `{"prompt":"small","output_format":"jpeg"}`)
+		img, err := jpeg.Decode(bytes.NewReader(imgs[0]))
+		require.NoError(t, err)
+		require.Equal(t, 512, img.Bounds().Dx())
+	})
 	t.Run("runner errors keep their class", func(t *testing.T) {
 		r := s.postJSON(t, "/image/generations", `{"prompt":"[[bad]] x","guidance_scale":7.0,"seed":3,"num_inference_steps":12}`)
 		require.Equalf(t, http.StatusBadRequest, r.Status, "%s", r)

@@ -2,14 +2,22 @@
 denoising step, progress and previews through tt_worker_hooks."""
 
 import hashlib
+import os
 import random
+import re
 
 import tt_worker_hooks as hooks
 from PIL import Image
 
 from tt_model_runners.fake_common import FakeRunner, seconds, trigger
 
-SIZE = 1024
+def resolution():
+    """HEAD's SDXL_IMAGE_RESOLUTION ("(1024, 1024)" or "(512, 512)"; "512", "512x512" too)."""
+    nums = re.findall(r"\d+", os.environ.get("SDXL_IMAGE_RESOLUTION", "1024"))
+    return int(nums[0]) if nums else 1024
+
+
+SIZE = resolution()
 
 
 def render(req, size=SIZE):
