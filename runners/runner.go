@@ -55,11 +55,11 @@ type Task struct {
 	// Ctx is the request's own context: its deadline and the client's disconnect. A runner
 	// checks it at every step boundary and stops that task early when it is done.
 	Ctx context.Context
-	// Request is one of *ImageRequest, *AudioRequest, *CNNRequest.
-	Request any
+	// Request is one of *ImageRequest, *AudioRequest, *CNNRequest (RequestAs reads it).
+	Request Request
 	// Emit delivers a streaming chunk to the client; nil when the request does not stream.
 	// It returns an error when the client has gone; the runner should then stop the task.
-	Emit func(chunk any) error
+	Emit func(chunk Chunk) error
 	// Progress, when not nil, is told after each finished step of a multi-step task (a
 	// denoising step, a decoded window): done of total. It must be cheap and never blocks.
 	Progress func(done, total int)
@@ -68,9 +68,54 @@ type Task struct {
 // Outcome is the terminal result of one task: Value is *ImageResult, *TranscriptionResult
 // or *CNNResult, or Err says why it failed.
 type Outcome struct {
-	Value any
+	Value Result
 	Err   error
 }
+
+// Request is a validated request on its way from a handler to a runner: *ImageRequest,
+// *AudioRequest or *CNNRequest. Service names the API family (the pool) that serves it. The
+// scheduler carries it without looking inside; the runner takes it back with RequestAs.
+type Request interface{ Service() Service }
+
+// Result is a task's terminal value: *ImageResult, *TranscriptionResult or *CNNResult; the
+// handler takes it back with ResultAs.
+type Result interface{ Service() Service }
+
+// Chunk is one streamed piece of a task: *ImagePartial or TranscriptChunk (ChunkAs).
+type Chunk interface{ Service() Service }
+
+// RequestAs is t's request as the type Req a runner serves, or an error naming what it got:
+// the one place a runner looks at which request it was given.
+func RequestAs[Req Request](t Task) (Req, error) {
+	req, ok := t.Request.(Req)
+	if !ok || t.Request == nil {
+		var want Req
+		return want, fmt.Errorf("request is %T, not %T", t.Request, want)
+	}
+	return req, nil
+}
+
+// ResultAs is a job's result as the type Res its route expects; ok is false for another type.
+func ResultAs[Res Result](v Result) (res Res, ok bool) {
+	res, ok = v.(Res)
+	return res, ok
+}
+
+// ChunkAs is a streamed chunk as the type C a handler relays; ok is false for another type.
+func ChunkAs[C Chunk](c Chunk) (C, bool) {
+	v, ok := c.(C)
+	return v, ok
+}
+
+// Service of each request, result and chunk type: the API family it belongs to.
+func (*ImageRequest) Service() Service        { return ServiceImage }
+func (*ImageResult) Service() Service         { return ServiceImage }
+func (*ImagePartial) Service() Service        { return ServiceImage }
+func (*AudioRequest) Service() Service        { return ServiceAudio }
+func (*TranscriptionResult) Service() Service { return ServiceAudio }
+func (TranscriptChunk) Service() Service      { return ServiceAudio }
+func (*CNNRequest) Service() Service          { return ServiceCNN }
+func (*CNNResult) Service() Service           { return ServiceCNN }
 
 // Runner is the host-side pipeline of one model family on one device group.
 // A runner is used by exactly one worker goroutine; it needs no locking of its own.

@@ -85,7 +85,7 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 	})
 	b.Run("stream_1_chunk", func(b *testing.B) {
 		s := startEcho(b, 1, 64, 1)
-		emit := func(any) error { return nil }
+		emit := func(runners.Chunk) error { return nil }
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := s.Submit(ctx, req, emit); err != nil {

@@ -129,10 +129,10 @@ func TestChaos(t *testing.T) {
 					time.AfterFunc(time.Duration(rng.IntN(30))*time.Millisecond, cancel)
 				}
 				start := time.Now()
-				v, err := s.Submit(ctx, i, nil)
+				v, err := s.Submit(ctx, ireq(i), nil)
 				limit := min(deadline, 300*time.Millisecond)
 				results <- result{err: err, overrun: time.Since(start) - limit}
-				if err == nil && v != i {
+				if err == nil && v != ireq(i) {
 					t.Errorf("got another job's result: %v for %d", v, i)
 				}
 				cancel()
@@ -192,7 +192,7 @@ func TestChaos(t *testing.T) {
 	})
 	ok := 0
 	for i := range 40 {
-		if _, err := s.Submit(context.Background(), i, nil); err == nil {
+		if _, err := s.Submit(context.Background(), ireq(i), nil); err == nil {
 			ok++
 		}
 	}

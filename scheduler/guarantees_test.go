@@ -46,7 +46,7 @@ func (r *sleepRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 	for i, t := range tasks {
 		select {
 		case <-time.After(time.Duration(t.Request.(*req).cost * float64(r.per))):
-			out[i] = runners.Outcome{Value: t.Request.(*req).name}
+			out[i] = runners.Outcome{Value: sreq(t.Request.(*req).name)}
 		case <-t.Ctx.Done():
 			out[i] = runners.Outcome{Err: t.Ctx.Err()}
 		}

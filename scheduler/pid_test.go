@@ -64,7 +64,7 @@ func TestWorkerPID(t *testing.T) {
 	defer func() { _ = s.Stop(context.Background()) }()
 	waitFor(t, "ready", s.Ready)
 	require.Equal(t, 100, s.Workers()["0"].PID)
-	_, err := s.Submit(context.Background(), "x", nil)
+	_, err := s.Submit(context.Background(), sreq("x"), nil)
 	require.ErrorIs(t, err, runners.ErrDeviceLost)
 	// While it restarts (RestartDelay) there is no process: no pid, not the server's.
 	waitFor(t, "restarting", func() bool { return s.Workers()["0"].State == stateRestart })

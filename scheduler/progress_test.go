@@ -40,7 +40,7 @@ func (r *stepRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outc
 	case <-t.Ctx.Done():
 		return []runners.Outcome{{Err: t.Ctx.Err()}}
 	}
-	return []runners.Outcome{{Value: "ok"}}
+	return []runners.Outcome{{Value: sreq("ok")}}
 }
 
 func TestWorkerStatusShowsStepProgress(t *testing.T) {
@@ -56,7 +56,7 @@ func TestWorkerStatusShowsStepProgress(t *testing.T) {
 	require.Zero(t, done+total, "an idle worker shows no progress")
 
 	result := make(chan error, 1)
-	go func() { _, err := s.Submit(context.Background(), "job", nil); result <- err }()
+	go func() { _, err := s.Submit(context.Background(), sreq("job"), nil); result <- err }()
 	for step := 1; step <= r.steps; step++ {
 		r.next <- struct{}{}
 		select {

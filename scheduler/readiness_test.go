@@ -26,7 +26,7 @@ func (e *exitRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outc
 		case <-e.gone:
 			out[i] = runners.Outcome{Err: runners.ErrDeviceLost}
 		default:
-			out[i] = runners.Outcome{Value: "ok"}
+			out[i] = runners.Outcome{Value: sreq("ok")}
 		}
 	}
 	return out
@@ -63,9 +63,9 @@ func TestProcessExitWhileIdleIsNotReady(t *testing.T) {
 	require.False(t, st.IsReady, "a worker whose process is gone is not ready")
 	require.NotEqual(t, stateReady, st.State)
 	for range 5 {
-		v, err := s.Submit(context.Background(), "x", nil)
+		v, err := s.Submit(context.Background(), sreq("x"), nil)
 		require.NoError(t, err, "the healthy worker serves")
-		require.Equal(t, "ok", v)
+		require.Equal(t, sreq("ok"), v)
 	}
 	waitFor(t, "worker 0 restarted", func() bool {
 		w := s.Workers()["0"]
@@ -84,12 +84,12 @@ func TestStuckWorkerIsNotReady(t *testing.T) {
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
 	done := make(chan error, 1)
-	go func() { _, err := h.s.Submit(context.Background(), "blocker", nil); done <- err }()
+	go func() { _, err := h.s.Submit(context.Background(), sreq("blocker"), nil); done <- err }()
 	require.ErrorIs(t, <-done, ErrTimeout) // answered at its deadline; the runner holds on
 	waitFor(t, "stuck", func() bool { return h.s.Workers()["0"].State == stateStuck })
 	require.False(t, h.s.Workers()["0"].IsReady)
 	require.False(t, h.s.Ready(), "the only worker is stuck: not ready")
-	_, err := h.s.Submit(context.Background(), "x", nil)
+	_, err := h.s.Submit(context.Background(), sreq("x"), nil)
 	require.ErrorIs(t, err, ErrNotReady)
 	h.gate <- struct{}{} // the device call returns
 	waitFor(t, "ready again", h.s.Ready)
@@ -103,9 +103,9 @@ func TestRestartLimitCountsConsecutiveFailures(t *testing.T) {
 		h.start(t)
 		for i := range 6 {
 			waitFor(t, "ready", h.s.Ready)
-			_, err := h.s.Submit(context.Background(), "good", nil)
+			_, err := h.s.Submit(context.Background(), sreq("good"), nil)
 			require.NoError(t, err, "round %d", i)
-			_, err = h.s.Submit(context.Background(), "bad", nil)
+			_, err = h.s.Submit(context.Background(), sreq("bad"), nil)
 			require.ErrorIs(t, err, ErrWorkerFailed)
 		}
 		waitFor(t, "restarted 6 times and ready", func() bool { return h.s.Workers()["0"].RestartCount == 6 && h.s.Ready() })
@@ -117,7 +117,7 @@ func TestRestartLimitCountsConsecutiveFailures(t *testing.T) {
 		h.start(t)
 		for range 3 {
 			waitFor(t, "ready", h.s.Ready)
-			_, err := h.s.Submit(context.Background(), "bad", nil)
+			_, err := h.s.Submit(context.Background(), sreq("bad"), nil)
 			require.ErrorIs(t, err, ErrWorkerFailed)
 		}
 		waitFor(t, "failed after 3 consecutive crashes", func() bool { return h.s.Workers()["0"].State == stateFailed })

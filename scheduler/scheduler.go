@@ -299,8 +299,8 @@ func (s *Scheduler) Start(ctx context.Context) {
 // job is one accepted request on its way to a terminal outcome.
 type job struct {
 	ctx      context.Context
-	req      any
-	emit     func(any) error
+	req      runners.Request
+	emit     func(runners.Chunk) error
 	client   string
 	batchKey string
 	cost     float64
@@ -326,7 +326,7 @@ func (j *job) finishWith(o runners.Outcome) bool {
 // chunks from the worker goroutine; it must not block for long. The job's deadline is the
 // earlier of ctx's and the configured inference timeout. Admission refusals are *Rejection
 // values carrying a Retry-After estimate.
-func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
+func (s *Scheduler) Submit(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 	if s.stopping.Load() {
 		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
 	}
@@ -357,7 +357,7 @@ func (s *Scheduler) Submit(ctx context.Context, req any, emit func(any) error) (
 		}
 	}
 	if emit != nil {
-		j.emit = func(c any) error {
+		j.emit = func(c runners.Chunk) error {
 			if jctx.Err() != nil {
 				return s.ctxError(jctx)
 			}

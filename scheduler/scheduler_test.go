@@ -34,7 +34,7 @@ func (f *fakeRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Ou
 	f.runs.Add(1)
 	out := make([]runners.Outcome, len(tasks))
 	if f.gate != nil {
-		if tasks[0].Request == "blocker" { // holds the device whatever its deadline says
+		if tasks[0].Request == sreq("blocker") { // holds the device whatever its deadline says
 			<-f.gate
 		} else {
 			select {
@@ -44,7 +44,7 @@ func (f *fakeRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Ou
 		}
 	}
 	for i, t := range tasks {
-		if t.Request == f.panicOn && f.panicOn != "" {
+		if f.panicOn != "" && t.Request == sreq(f.panicOn) {
 			panic("boom")
 		}
 		f.seen.Store(t.Request, len(tasks))
@@ -53,12 +53,12 @@ func (f *fakeRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Ou
 			continue
 		}
 		if t.Emit != nil {
-			if err := t.Emit("chunk:" + fmt.Sprint(t.Request)); err != nil {
+			if err := t.Emit(sreq("chunk:" + fmt.Sprint(t.Request))); err != nil {
 				out[i] = runners.Outcome{Err: err}
 				continue
 			}
 		}
-		out[i] = runners.Outcome{Value: "done:" + fmt.Sprint(t.Request)}
+		out[i] = runners.Outcome{Value: sreq("done:" + fmt.Sprint(t.Request))}
 	}
 	return out
 }
@@ -119,7 +119,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestSubmitBeforeReadyIsRefused(t *testing.T) {
 	h := newHarness(t, Config{}, false, "")
-	_, err := h.s.Submit(context.Background(), "a", nil)
+	_, err := h.s.Submit(context.Background(), sreq("a"), nil)
 	require.ErrorIs(t, err, ErrNotReady)
 }
 
@@ -128,15 +128,15 @@ func TestSubmitReturnsResultAndStreams(t *testing.T) {
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
 
-	v, err := h.s.Submit(context.Background(), "a", nil)
+	v, err := h.s.Submit(context.Background(), sreq("a"), nil)
 	require.NoError(t, err)
-	require.Equal(t, "done:a", v)
+	require.Equal(t, sreq("done:a"), v)
 
-	var chunks []any
-	v, err = h.s.Submit(context.Background(), "b", func(c any) error { chunks = append(chunks, c); return nil })
+	var chunks []runners.Chunk
+	v, err = h.s.Submit(context.Background(), sreq("b"), func(c runners.Chunk) error { chunks = append(chunks, c); return nil })
 	require.NoError(t, err)
-	require.Equal(t, "done:b", v)
-	require.Equal(t, []any{"chunk:b"}, chunks)
+	require.Equal(t, sreq("done:b"), v)
+	require.Equal(t, []runners.Chunk{sreq("chunk:b")}, chunks)
 }
 
 func TestQueueFullAndRetryAfter(t *testing.T) {
@@ -146,13 +146,13 @@ func TestQueueFullAndRetryAfter(t *testing.T) {
 
 	errs := make(chan error, 3)
 	for _, r := range []string{"running", "q1", "q2"} {
-		go func() { _, err := h.s.Submit(context.Background(), r, nil); errs <- err }()
+		go func() { _, err := h.s.Submit(context.Background(), sreq(r), nil); errs <- err }()
 		if r == "running" {
 			waitFor(t, "first job running", func() bool { return h.runs.Load() == 1 })
 		}
 	}
 	waitFor(t, "queue filled", func() bool { return h.s.QueueLen() == 2 })
-	_, err := h.s.Submit(context.Background(), "overflow", nil)
+	_, err := h.s.Submit(context.Background(), sreq("overflow"), nil)
 	require.ErrorIs(t, err, ErrQueueFull)
 	ra := h.s.RetryAfter()
 	require.GreaterOrEqual(t, ra, time.Second)
@@ -164,7 +164,7 @@ func TestQueueFullAndRetryAfter(t *testing.T) {
 	for range 3 {
 		require.NoError(t, <-errs)
 	}
-	_, ran := h.seen.Load("overflow")
+	_, ran := h.seen.Load(sreq("overflow"))
 	require.False(t, ran, "a refused job must never reach the device")
 }
 
@@ -191,13 +191,13 @@ func TestDeadlineAndCancelWhileQueuedSpendNoDeviceTime(t *testing.T) {
 			h.start(t)
 			waitFor(t, "ready", h.s.Ready)
 			blocker := make(chan error, 1)
-			go func() { _, err := h.s.Submit(context.Background(), "blocker", nil); blocker <- err }()
+			go func() { _, err := h.s.Submit(context.Background(), sreq("blocker"), nil); blocker <- err }()
 			waitFor(t, "blocker running", func() bool { return h.runs.Load() == 1 })
 
 			ctx, cancel := tc.ctx()
 			defer cancel()
 			start := time.Now()
-			_, err := h.s.Submit(ctx, "waiting", nil)
+			_, err := h.s.Submit(ctx, sreq("waiting"), nil)
 			require.ErrorIs(t, err, tc.wantErr)
 			require.Less(t, time.Since(start), 2*time.Second)
 			require.Equal(t, 0, h.s.QueueLen(), "the expired job must leave the queue at once")
@@ -206,7 +206,7 @@ func TestDeadlineAndCancelWhileQueuedSpendNoDeviceTime(t *testing.T) {
 			t.Logf("blocker: %v", <-blocker)
 			h.gate <- struct{}{}
 			time.Sleep(20 * time.Millisecond)
-			_, ran := h.seen.Load("waiting")
+			_, ran := h.seen.Load(sreq("waiting"))
 			require.False(t, ran, "an expired job must never reach the device")
 		})
 	}
@@ -216,7 +216,7 @@ func TestRunningJobTimesOut(t *testing.T) {
 	h := newHarness(t, Config{Timeout: 50 * time.Millisecond}, true, "")
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
-	_, err := h.s.Submit(context.Background(), "slow", nil)
+	_, err := h.s.Submit(context.Background(), sreq("slow"), nil)
 	require.ErrorIs(t, err, ErrTimeout)
 	require.Contains(t, err.Error(), "50ms")
 }
@@ -228,7 +228,11 @@ func TestGreedyBatching(t *testing.T) {
 	var wg sync.WaitGroup
 	submit := func(r string) {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, err := h.s.Submit(context.Background(), r, nil); require.NoError(t, err) }()
+		go func() {
+			defer wg.Done()
+			_, err := h.s.Submit(context.Background(), sreq(r), nil)
+			require.NoError(t, err)
+		}()
 	}
 	submit("first")
 	waitFor(t, "first running", func() bool { return h.runs.Load() == 1 })
@@ -240,7 +244,7 @@ func TestGreedyBatching(t *testing.T) {
 		h.gate <- struct{}{}
 	}
 	wg.Wait()
-	size := func(r string) int { v, _ := h.seen.Load(r); return v.(int) }
+	size := func(r string) int { v, _ := h.seen.Load(sreq(r)); return v.(int) }
 	require.Equal(t, 1, size("first"))
 	sizes := map[int]int{}
 	for _, r := range []string{"b1", "b2", "b3", "b4"} {
@@ -253,12 +257,12 @@ func TestRunnerPanicFailsBatchAndWorkerRecovers(t *testing.T) {
 	h := newHarness(t, Config{MaxRestarts: 3}, false, "bad")
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
-	_, err := h.s.Submit(context.Background(), "bad", nil)
+	_, err := h.s.Submit(context.Background(), sreq("bad"), nil)
 	require.ErrorIs(t, err, ErrWorkerFailed)
 	waitFor(t, "worker back", h.s.Ready)
-	v, err := h.s.Submit(context.Background(), "good", nil)
+	v, err := h.s.Submit(context.Background(), sreq("good"), nil)
 	require.NoError(t, err)
-	require.Equal(t, "done:good", v)
+	require.Equal(t, sreq("done:good"), v)
 	st := h.s.Workers()["0"]
 	require.Equal(t, 1, st.RestartCount)
 	require.Equal(t, 1, st.ErrorCount)
@@ -280,7 +284,7 @@ func TestWarmupFailuresRetryThenFail(t *testing.T) {
 		waitFor(t, "failed", func() bool { return h.s.Workers()["0"].State == stateFailed })
 		require.False(t, h.s.Ready())
 		require.Contains(t, h.s.Workers()["0"].LastError, "device did not come up")
-		_, err := h.s.Submit(context.Background(), "x", nil)
+		_, err := h.s.Submit(context.Background(), sreq("x"), nil)
 		require.ErrorIs(t, err, ErrNotReady)
 	})
 }
@@ -316,7 +320,7 @@ func TestRestartWorker(t *testing.T) {
 	waitFor(t, "restarted", func() bool { return h.s.Workers()["0"].RestartCount == 1 && h.s.Ready() })
 	require.Equal(t, int64(1), resets.Load())
 	require.Equal(t, int64(2), h.made.Load())
-	_, err := h.s.Submit(context.Background(), "after", nil)
+	_, err := h.s.Submit(context.Background(), sreq("after"), nil)
 	require.NoError(t, err)
 }
 
@@ -325,13 +329,13 @@ func TestStopFinishesInFlightAndRefusesNew(t *testing.T) {
 	h.s.Start(context.Background())
 	waitFor(t, "ready", h.s.Ready)
 	res := make(chan error, 1)
-	go func() { _, err := h.s.Submit(context.Background(), "inflight", nil); res <- err }()
+	go func() { _, err := h.s.Submit(context.Background(), sreq("inflight"), nil); res <- err }()
 	waitFor(t, "running", func() bool { return h.runs.Load() == 1 })
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.s.Stop(context.Background()) }()
 	waitFor(t, "stopping", func() bool { return !h.s.Ready() })
-	_, err := h.s.Submit(context.Background(), "late", nil)
+	_, err := h.s.Submit(context.Background(), sreq("late"), nil)
 	require.ErrorIs(t, err, ErrStopping)
 	h.gate <- struct{}{}
 	require.NoError(t, <-res)
@@ -343,9 +347,9 @@ func TestStopGraceExpiredFailsQueuedJobs(t *testing.T) {
 	h.s.Start(context.Background())
 	waitFor(t, "ready", h.s.Ready)
 	errs := make(chan error, 2)
-	go func() { _, err := h.s.Submit(context.Background(), "running", nil); errs <- err }()
+	go func() { _, err := h.s.Submit(context.Background(), sreq("running"), nil); errs <- err }()
 	waitFor(t, "running", func() bool { return h.runs.Load() == 1 })
-	go func() { _, err := h.s.Submit(context.Background(), "queued", nil); errs <- err }()
+	go func() { _, err := h.s.Submit(context.Background(), sreq("queued"), nil); errs <- err }()
 	waitFor(t, "queued", func() bool { return h.s.QueueLen() == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -370,7 +374,7 @@ func (l *lostRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outc
 		if l.runs.Add(1) == 1 {
 			out[i] = runners.Outcome{Err: fmt.Errorf("child exited: %w", runners.ErrDeviceLost)}
 		} else {
-			out[i] = runners.Outcome{Value: "ok"}
+			out[i] = runners.Outcome{Value: sreq("ok")}
 		}
 	}
 	return out
@@ -390,13 +394,13 @@ func TestDeviceLostRestartsWorker(t *testing.T) {
 	s.Start(context.Background())
 	defer func() { _ = s.Stop(context.Background()) }()
 	waitFor(t, "ready", s.Ready)
-	_, err := s.Submit(context.Background(), "x", nil)
+	_, err := s.Submit(context.Background(), sreq("x"), nil)
 	require.ErrorIs(t, err, ErrWorkerFailed)
 	require.ErrorIs(t, err, runners.ErrDeviceLost)
 	waitFor(t, "restarted", func() bool { return s.Workers()["0,1"].RestartCount == 1 && s.Ready() })
-	v, err := s.Submit(context.Background(), "y", nil)
+	v, err := s.Submit(context.Background(), sreq("y"), nil)
 	require.NoError(t, err)
-	require.Equal(t, "ok", v)
+	require.Equal(t, sreq("ok"), v)
 	require.Equal(t, int64(1), resets.Load())
 	require.Equal(t, int64(2), made.Load())
 }
@@ -411,7 +415,7 @@ func (p *probeRunner) Close() error                 { return nil }
 func (p *probeRunner) Run(_ context.Context, tasks []runners.Task) []runners.Outcome {
 	out := make([]runners.Outcome, len(tasks))
 	for i := range out {
-		out[i] = runners.Outcome{Value: "ok"}
+		out[i] = runners.Outcome{Value: sreq("ok")}
 	}
 	return out
 }
@@ -434,9 +438,9 @@ func TestIdleCanaryFindsDeadDevice(t *testing.T) {
 	waitFor(t, "restart after the failed probe", func() bool { return s.Workers()["0"].RestartCount == 1 && s.Ready() })
 	require.Equal(t, int64(2), made.Load())
 	require.Contains(t, s.Workers()["0"].LastError, "canary probe")
-	v, err := s.Submit(context.Background(), "x", nil)
+	v, err := s.Submit(context.Background(), sreq("x"), nil)
 	require.NoError(t, err)
-	require.Equal(t, "ok", v)
+	require.Equal(t, sreq("ok"), v)
 }
 
 // earlyDeadlineRunner reports the job's deadline before this process's timer fires, as a
@@ -459,7 +463,7 @@ func TestRunnerDeadlineIsATimeout(t *testing.T) {
 	s.Start(context.Background())
 	defer func() { _ = s.Stop(context.Background()) }()
 	waitFor(t, "ready", s.Ready)
-	_, err := s.Submit(context.Background(), "x", nil)
+	_, err := s.Submit(context.Background(), sreq("x"), nil)
 	require.ErrorIs(t, err, ErrTimeout)
 	require.Zero(t, s.Workers()["0"].ErrorCount, "a deadline is not a worker error")
 }

@@ -316,7 +316,7 @@ func (s *Server) handleAudio(c *gin.Context, task string) {
 			s.fail(c, err)
 			return
 		}
-		res, ok := v.(*runners.TranscriptionResult)
+		res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 		if !ok || res == nil {
 			s.fail(c, fmt.Errorf("runner returned %T instead of a transcription", v))
 			return
@@ -375,15 +375,15 @@ var errStreamWrite = errors.New("stream write failed")
 // (handler) goroutine, in order, then returns the job's outcome. When onChunk returns false
 // (the client is gone) it waits for the job to end and returns errStreamWrite. Chunks still
 // buffered when the job ends are delivered before it returns.
-func (s *Server) submitStreaming(ctx context.Context, svc runners.Service, req any, onChunk func(any) bool) (any, error) {
-	chunks := make(chan any, streamBuffer)
+func (s *Server) submitStreaming(ctx context.Context, svc runners.Service, req runners.Request, onChunk func(runners.Chunk) bool) (runners.Result, error) {
+	chunks := make(chan runners.Chunk, streamBuffer)
 	type final struct {
-		v   any
+		v   runners.Result
 		err error
 	}
 	done := make(chan final, 1)
 	go func() {
-		v, err := s.pool(svc).Sched.Submit(ctx, req, func(ch any) error {
+		v, err := s.pool(svc).Sched.Submit(ctx, req, func(ch runners.Chunk) error {
 			select {
 			case chunks <- ch:
 				return nil
@@ -446,8 +446,8 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest, 
 		c.Writer.Flush()
 		return true
 	}
-	writeChunk := func(ch any) bool {
-		tc, isChunk := ch.(runners.TranscriptChunk)
+	writeChunk := func(ch runners.Chunk) bool {
+		tc, isChunk := runners.ChunkAs[runners.TranscriptChunk](ch)
 		if isChunk && tc.Text == "" {
 			return true // empty chunks are not sent, as in Python
 		}
@@ -478,7 +478,7 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest, 
 		writeLine(line)
 		return false
 	}
-	res, ok := v.(*runners.TranscriptionResult)
+	res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 	switch {
 	case !ok || res == nil:
 		return writeLine(v)

@@ -40,7 +40,7 @@ func (s *Server) fanoutPlan(req *runners.AudioRequest) *fanout.Plan {
 // *runners.TranscriptionResult). onChunk, when not nil, gets the streamed chunks, in order,
 // on the calling goroutine; when it returns false (the client is gone) transcribe stops
 // and returns errStreamWrite. It sets the X-Transcription-Chunks header.
-func (s *Server) transcribe(c *gin.Context, req *runners.AudioRequest, onChunk func(any) bool) (any, error) {
+func (s *Server) transcribe(c *gin.Context, req *runners.AudioRequest, onChunk func(runners.Chunk) bool) (runners.Result, error) {
 	ctx := c.Request.Context()
 	plan := s.fanoutPlan(req)
 	if plan == nil {
@@ -72,9 +72,9 @@ func (s *Server) transcribe(c *gin.Context, req *runners.AudioRequest, onChunk f
 		return nil, err
 	}
 	defer release()
-	var emit func(any) error
+	var emit func(runners.Chunk) error
 	if onChunk != nil {
-		emit = func(ch any) error {
+		emit = func(ch runners.Chunk) error {
 			if !onChunk(ch) {
 				return errStreamWrite
 			}

@@ -156,7 +156,7 @@ func TestAudioFanoutMatchesOneJob(t *testing.T) {
 // (streaming one chunk), the second fails, the others wait for their cancellation. calls
 // counts the jobs submitted.
 func failingChunks(cancelled, calls *atomic.Int64) *fakeSched {
-	return &fakeSched{ready: true, submit: func(ctx context.Context, req any, emit func(any) error) (any, error) {
+	return &fakeSched{ready: true, submit: func(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		switch calls.Add(1) {
 		case 1:
 			if emit != nil {
@@ -242,7 +242,7 @@ func TestAudioFanoutOneChunkFails(t *testing.T) {
 // refusal's status and Retry-After, as a one-job request would.
 func TestAudioFanoutChunkRefused(t *testing.T) {
 	var calls atomic.Int64
-	f := &fakeSched{ready: true, submit: func(ctx context.Context, req any, emit func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if calls.Add(1) == 3 {
 			return nil, &scheduler.Rejection{Err: scheduler.ErrQueueFull, RetryAfter: 3 * time.Second}
 		}
@@ -260,7 +260,7 @@ func TestAudioFanoutChunkRefused(t *testing.T) {
 // request, not each chunk from its own (later) submission.
 func TestAudioFanoutTimeout(t *testing.T) {
 	var calls atomic.Int64
-	f := &fakeSched{ready: true, submit: func(ctx context.Context, req any, emit func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		calls.Add(1)
 		select {
 		case <-time.After(150 * time.Millisecond): // each chunk alone is well within the timeout

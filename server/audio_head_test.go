@@ -16,7 +16,7 @@ import (
 // headAudioServer serves a fake Whisper that streams two chunks and answers two segments.
 func headAudioServer(t *testing.T, language, task string) (*fakeSched, *Server) {
 	t.Helper()
-	f := &fakeSched{ready: true, submit: func(_ context.Context, req any, emit func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(_ context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if emit != nil {
 			for i, w := range []string{"hello", "", "world"} {
 				if err := emit(runners.TranscriptChunk{Text: w, ChunkID: i + 1}); err != nil {

@@ -116,8 +116,10 @@ func benchTranscript() *runners.TranscriptionResult {
 	return res
 }
 
-func fixedSched(v any) *fakeSched {
-	return &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) { return v, nil }}
+func fixedSched(v runners.Result) *fakeSched {
+	return &fakeSched{ready: true, submit: func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+		return v, nil
+	}}
 }
 
 // benchServer is the server as production runs it: metrics on, the access log at INFO
@@ -141,7 +143,7 @@ func BenchmarkRoute(b *testing.B) {
 
 	small := &runners.ImageResult{Images: []image.Image{gradient(64, 64)}}
 	transcript := benchTranscript()
-	streamSched := &fakeSched{ready: true, submit: func(_ context.Context, _ any, emit func(any) error) (any, error) {
+	streamSched := &fakeSched{ready: true, submit: func(_ context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		for i, seg := range transcript.Segments {
 			if err := emit(runners.TranscriptChunk{Text: seg.Text, ChunkID: i + 1}); err != nil {
 				return nil, err
@@ -159,7 +161,7 @@ func BenchmarkRoute(b *testing.B) {
 	cnnH := benchServer(runners.ServiceCNN, "tt-xla-resnet", fixedSched(cnnRes))
 	oaImageH, oaAudioH := imageH, audioH
 
-	full := &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) {
+	full := &fakeSched{ready: true, submit: func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
 		return nil, &scheduler.Rejection{Err: scheduler.ErrQueueFull, RetryAfter: 1500 * time.Millisecond}
 	}}
 	fullH := benchServer(runners.ServiceImage, "tt-sdxl-trace", full)

@@ -171,7 +171,7 @@ func (s *Server) handleCNN(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	res, ok := v.(*runners.CNNResult)
+	res, ok := runners.ResultAs[*runners.CNNResult](v)
 	if !ok || len(res.Top) == 0 {
 		s.fail(c, fmt.Errorf("runner returned %T instead of a classification", v))
 		return

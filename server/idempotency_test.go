@@ -33,7 +33,7 @@ func TestIdempotencyKey(t *testing.T) {
 	var runs atomic.Int64
 	var fail atomic.Bool
 	release := make(chan struct{})
-	f := &fakeSched{ready: true, submit: func(ctx context.Context, req any, _ func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(ctx context.Context, req runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
 		runs.Add(1)
 		<-release
 		if fail.Load() {

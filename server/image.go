@@ -337,7 +337,7 @@ func (s *Server) generateOne(ctx context.Context, req *runners.ImageRequest, enc
 	if err != nil {
 		return "", err
 	}
-	res, ok := v.(*runners.ImageResult)
+	res, ok := runners.ResultAs[*runners.ImageResult](v)
 	if !ok || len(res.Images) == 0 {
 		return "", fmt.Errorf("runner returned %T instead of an image", v)
 	}

@@ -203,7 +203,7 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 			s.failOpenAI(c, err)
 			return
 		}
-		res, ok := v.(*runners.TranscriptionResult)
+		res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 		if !ok || res == nil {
 			s.failOpenAI(c, fmt.Errorf("runner returned %T instead of a transcription", v))
 			return
@@ -305,8 +305,8 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 		c.Writer.Flush()
 		return true
 	}
-	delta := func(ch any) bool {
-		tc, ok := ch.(runners.TranscriptChunk)
+	delta := func(ch runners.Chunk) bool {
+		tc, ok := runners.ChunkAs[runners.TranscriptChunk](ch)
 		if !ok {
 			return true
 		}
@@ -324,7 +324,7 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 	if errors.Is(err, errStreamWrite) {
 		return false
 	}
-	res, ok := v.(*runners.TranscriptionResult)
+	res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 	if err == nil && (!ok || res == nil) {
 		err = fmt.Errorf("runner returned %T instead of a transcription", v)
 	}

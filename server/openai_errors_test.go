@@ -130,7 +130,9 @@ func TestRateLimitEnvelopeByRoute(t *testing.T) {
 			s := openAISettings(tc.runner)
 			s.RateLimit, s.RateBurst = 0.001, 1 // one request, then a ~17 min wait
 			f := imageFake()
-			f.submit = func(context.Context, any, func(any) error) (any, error) { return nil, runners.ErrBadRequest }
+			f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+				return nil, runners.ErrBadRequest
+			}
 			h := New(Deps{Settings: s, Service: tc.svc, Sched: f}).Handler()
 			first := do(h, "POST", tc.path, tc.ctype, "Bearer k", []byte(tc.body))
 			require.NotEqual(t, 429, first.Code, first.Body.String())

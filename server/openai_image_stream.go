@@ -167,14 +167,9 @@ func (s *Server) streamOneImage(ctx context.Context, req *openAIImageRequest, i 
 	}
 	var encErr error
 	partials := 0
-	onChunk := func(ch any) bool {
+	onChunk := func(ch runners.Chunk) bool {
 		var img image.Image
-		switch p := ch.(type) {
-		case *runners.ImagePartial:
-			if p != nil {
-				img = p.Image
-			}
-		case runners.ImagePartial:
+		if p, ok := ch.(*runners.ImagePartial); ok && p != nil {
 			img = p.Image
 		}
 		if img == nil || partials >= req.PartialImages {
@@ -197,7 +192,7 @@ func (s *Server) streamOneImage(ctx context.Context, req *openAIImageRequest, i 
 	if err != nil {
 		return err
 	}
-	res, ok := v.(*runners.ImageResult)
+	res, ok := runners.ResultAs[*runners.ImageResult](v)
 	if !ok || res == nil || len(res.Images) == 0 {
 		return fmt.Errorf("runner returned %T instead of an image", v)
 	}

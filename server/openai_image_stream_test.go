@@ -65,7 +65,7 @@ func solid(w int, c uint8) *image.RGBA {
 // returns a side-16 picture; it records the requests and whether they streamed.
 func streamFake(partials int) (*fakeSched, *atomic.Int64) {
 	streamed := &atomic.Int64{}
-	return &fakeSched{ready: true, submit: func(_ context.Context, req any, emit func(any) error) (any, error) {
+	return &fakeSched{ready: true, submit: func(_ context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if emit != nil {
 			streamed.Add(1)
 			for i := range partials {
@@ -198,7 +198,7 @@ func TestOpenAIImageStreamErrors(t *testing.T) {
 	body := []byte(`{"prompt":"a","stream":true,"partial_images":2}`)
 
 	// After the first event: an error event ends the stream.
-	f.submit = func(_ context.Context, _ any, emit func(any) error) (any, error) {
+	f.submit = func(_ context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		require.NoError(t, emit(&runners.ImagePartial{Image: solid(4, 1)}))
 		return nil, scheduler.ErrTimeout
 	}
@@ -215,20 +215,24 @@ func TestOpenAIImageStreamErrors(t *testing.T) {
 	require.Contains(t, e, "param")
 
 	// Before the first event: a real status and the envelope.
-	f.submit = func(context.Context, any, func(any) error) (any, error) { return nil, scheduler.ErrQueueFull }
+	f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+		return nil, scheduler.ErrQueueFull
+	}
 	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", body)
 	require.Equal(t, 429, w.Code)
 	requireEnvelope(t, w.Body.Bytes(), "rate_limit_error", nil, "rate_limit_exceeded")
 
 	// A runner answering something that is not an image.
-	f.submit = func(context.Context, any, func(any) error) (any, error) { return "nonsense", nil }
+	f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+		return &runners.CNNResult{}, nil
+	} // not an image
 	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", body)
 	require.Equal(t, 500, w.Code)
 	requireEnvelope(t, w.Body.Bytes(), "server_error", nil, nil)
 
 	// n=2: one image fails mid-way, the other is cancelled; the stream ends with one error.
 	var cancelled atomic.Int64
-	f.submit = func(ctx context.Context, req any, emit func(any) error) (any, error) {
+	f.submit = func(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if *req.(*runners.ImageRequest).Seed == 1 {
 			<-ctx.Done()
 			cancelled.Add(1)
@@ -247,7 +251,7 @@ func TestOpenAIImageStreamErrors(t *testing.T) {
 // TestOpenAIImageStreamClientDeadline: the client's own deadline (X-Request-Timeout) passing
 // mid-stream is a timeout the client is told about, not a disconnect.
 func TestOpenAIImageStreamClientDeadline(t *testing.T) {
-	f := &fakeSched{ready: true, submit: func(ctx context.Context, _ any, emit func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(ctx context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if err := emit(&runners.ImagePartial{Image: solid(4, 1)}); err != nil {
 			return nil, err
 		}
@@ -274,7 +278,7 @@ func TestOpenAIImageStreamClientDeadline(t *testing.T) {
 // that goes away after the first preview cancels the job.
 func TestOpenAIImageStreamDisconnectCancels(t *testing.T) {
 	jobDone := make(chan error, 1)
-	f := &fakeSched{ready: true, submit: func(ctx context.Context, _ any, emit func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(ctx context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if err := emit(&runners.ImagePartial{Image: solid(4, 1)}); err != nil {
 			jobDone <- err
 			return nil, err
@@ -340,7 +344,7 @@ func TestOpenAPIImageStreamContract(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := streamFake(3)
 			if tc.fail {
-				f.submit = func(_ context.Context, _ any, emit func(any) error) (any, error) {
+				f.submit = func(_ context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 					require.NoError(t, emit(&runners.ImagePartial{Image: solid(4, 1)}))
 					return nil, runners.ErrDeviceLost
 				}

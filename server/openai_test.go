@@ -154,7 +154,7 @@ func requireEnvelope(t *testing.T, body []byte, typ string, param, code any) str
 }
 
 func audioFake(res *runners.TranscriptionResult) *fakeSched {
-	return &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) {
+	return &fakeSched{ready: true, submit: func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
 		cp := *res
 		return &cp, nil
 	}}
@@ -307,7 +307,7 @@ func TestOpenAITranslation(t *testing.T) {
 func TestOpenAITranscriptionStream(t *testing.T) {
 	wav := testWAV(16000, 16000)
 	f := &fakeSched{ready: true}
-	f.submit = func(_ context.Context, req any, emit func(any) error) (any, error) {
+	f.submit = func(_ context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		require.NotNil(t, emit)
 		for i, w := range []string{"[SPEAKER_00] Héllo", "", "world.", "[SPEAKER_01] Bye"} {
 			require.NoError(t, emit(runners.TranscriptChunk{Text: w, ChunkID: i + 1}))
@@ -326,7 +326,7 @@ func TestOpenAITranscriptionStream(t *testing.T) {
 		w.Body.String())
 
 	// A runner that streams nothing still sends a delta first.
-	f.submit = func(context.Context, any, func(any) error) (any, error) {
+	f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
 		return &runners.TranscriptionResult{Text: "all at once", Duration: 1}, nil
 	}
 	w = do(h, "POST", "/v1/audio/transcriptions", ct, "Bearer k", body)
@@ -334,7 +334,7 @@ func TestOpenAITranscriptionStream(t *testing.T) {
 		`data: {"type":"transcript.text.done","text":"all at once","usage":{"type":"duration","seconds":1}}`+"\n\n", w.Body.String())
 
 	// Mid-stream failure: a data event with an "error" key, then the end.
-	f.submit = func(_ context.Context, _ any, emit func(any) error) (any, error) {
+	f.submit = func(_ context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		require.NoError(t, emit(runners.TranscriptChunk{Text: "partial", ChunkID: 1}))
 		return nil, scheduler.ErrTimeout
 	}
@@ -352,14 +352,16 @@ func TestOpenAITranscriptionStream(t *testing.T) {
 	require.Equal(t, "timeout", *ev.Error.Code)
 
 	// Failure before the first event: a real status and the envelope.
-	f.submit = func(context.Context, any, func(any) error) (any, error) { return nil, scheduler.ErrQueueFull }
+	f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+		return nil, scheduler.ErrQueueFull
+	}
 	w = do(h, "POST", "/v1/audio/transcriptions", ct, "Bearer k", body)
 	require.Equal(t, 429, w.Code)
 	requireEnvelope(t, w.Body.Bytes(), "rate_limit_error", nil, "rate_limit_exceeded")
 }
 
 func imageFake() *fakeSched {
-	return &fakeSched{ready: true, submit: func(_ context.Context, req any, _ func(any) error) (any, error) {
+	return &fakeSched{ready: true, submit: func(_ context.Context, req runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
 		return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}, nil
 	}}
 }
@@ -491,7 +493,9 @@ func TestOpenAIErrorStatuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) { return nil, tc.err }}
+			f := &fakeSched{ready: true, submit: func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+				return nil, tc.err
+			}}
 			h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", f)
 			w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","n":1}`))
 			require.Equal(t, tc.status, w.Code, w.Body.String())

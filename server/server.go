@@ -25,7 +25,7 @@ import (
 
 // Scheduler is what the handlers need from the scheduler (a seam for tests).
 type Scheduler interface {
-	Submit(ctx context.Context, req any, emit func(any) error) (any, error)
+	Submit(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error)
 	Ready() bool
 	QueueLen() int
 	QueueCap() int

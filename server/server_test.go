@@ -26,13 +26,13 @@ import (
 // fakeSched answers Submit with a function of the request (a fake at the scheduler seam).
 type fakeSched struct {
 	ready  bool
-	submit func(ctx context.Context, req any, emit func(any) error) (any, error)
+	submit func(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error)
 	mu     sync.Mutex
 	last   any
 	canary string // the canary state reported ("" = no monitor)
 }
 
-func (f *fakeSched) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
+func (f *fakeSched) Submit(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 	f.mu.Lock()
 	f.last = req
 	f.mu.Unlock()
@@ -271,7 +271,9 @@ func TestErrorMapping(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.err.Error(), func(t *testing.T) {
-			f := &fakeSched{ready: true, submit: func(context.Context, any, func(any) error) (any, error) { return nil, tc.err }}
+			f := &fakeSched{ready: true, submit: func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+				return nil, tc.err
+			}}
 			w := do(newTestServer(runners.ServiceImage, f), "POST", "/image/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","guidance_scale":5}`))
 			require.Equal(t, tc.status, w.Code)
 			require.Equal(t, tc.retryAfter, w.Header().Get("Retry-After"))
@@ -284,7 +286,7 @@ func TestErrorMapping(t *testing.T) {
 
 func TestImageFanOutSeedsAndFirstErrorWins(t *testing.T) {
 	seeds := make(chan int64, 4)
-	f := &fakeSched{ready: true, submit: func(_ context.Context, req any, _ func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(_ context.Context, req runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
 		r := req.(*runners.ImageRequest)
 		seeds <- *r.Seed
 		return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}, nil
@@ -298,7 +300,7 @@ func TestImageFanOutSeedsAndFirstErrorWins(t *testing.T) {
 	}
 	require.Equal(t, map[int64]bool{10: true, 11: true, 12: true}, got)
 
-	f.submit = func(ctx context.Context, req any, _ func(any) error) (any, error) {
+	f.submit = func(ctx context.Context, req runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
 		if *req.(*runners.ImageRequest).Seed == 1 {
 			return nil, scheduler.ErrQueueFull
 		}
@@ -312,7 +314,7 @@ func TestImageFanOutSeedsAndFirstErrorWins(t *testing.T) {
 func TestAudioStreamingNDJSON(t *testing.T) {
 	wav := testWAV(16000, 16000)
 	f := &fakeSched{ready: true}
-	f.submit = func(_ context.Context, req any, emit func(any) error) (any, error) {
+	f.submit = func(_ context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		r := req.(*runners.AudioRequest)
 		require.NotNil(t, emit)
 		for i, w := range []string{"héllo", "", "world"} {
@@ -333,7 +335,7 @@ func TestAudioStreamingNDJSON(t *testing.T) {
 	}, lines)
 
 	// An error after the stream started ends it with a detail line, not a silent cut.
-	f.submit = func(_ context.Context, req any, emit func(any) error) (any, error) {
+	f.submit = func(_ context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		require.NoError(t, emit(runners.TranscriptChunk{Text: "partial", ChunkID: 1}))
 		return nil, scheduler.ErrTimeout
 	}
@@ -344,13 +346,15 @@ func TestAudioStreamingNDJSON(t *testing.T) {
 	require.Contains(t, lines[1], `"status_code": 504`)
 
 	// An error before the first chunk gets its own status.
-	f.submit = func(context.Context, any, func(any) error) (any, error) { return nil, scheduler.ErrQueueFull }
+	f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+		return nil, scheduler.ErrQueueFull
+	}
 	w = do(h, "POST", "/audio/transcriptions", "application/json", "Bearer k", body)
 	require.Equal(t, 429, w.Code)
 }
 
 func TestAudioRequestParsing(t *testing.T) {
-	f := &fakeSched{ready: true, submit: func(_ context.Context, req any, _ func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(_ context.Context, req runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
 		return &runners.TranscriptionResult{Text: "x", Duration: req.(*runners.AudioRequest).Duration}, nil
 	}}
 	h := newTestServer(runners.ServiceAudio, f)
@@ -449,7 +453,7 @@ func testWAV(rate, n int) []byte {
 	return b.Bytes()
 }
 
-func imageOK(context.Context, any, func(any) error) (any, error) {
+func imageOK(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
 	return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 4, 4))}}, nil
 }
 

@@ -219,7 +219,7 @@ func specWAV() []byte {
 
 // specSubmit answers like the runners do: an image, a transcription (streamed in two
 // chunks when asked), or a classification.
-func specSubmit(_ context.Context, req any, emit func(any) error) (any, error) {
+func specSubmit(_ context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 	switch r := req.(type) {
 	case *runners.ImageRequest:
 		return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 64, 64))}}, nil
@@ -373,7 +373,9 @@ func TestOpenAPIContract(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeSched{ready: !tc.notReady, submit: specSubmit}
 			if tc.notReady {
-				f.submit = func(context.Context, any, func(any) error) (any, error) { return nil, scheduler.ErrNotReady }
+				f.submit = func(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {
+					return nil, scheduler.ErrNotReady
+				}
 			}
 			h := specTestServer(f, tc.svc).Handler()
 			if tc.first != nil {

@@ -43,7 +43,7 @@ func TestRunnersOnTheSimulator(t *testing.T) {
 	}
 	tests := []struct {
 		runner string
-		req    any
+		req    runners.Request
 		info   func(t *testing.T, info ttnn.DeviceInfo)
 	}{
 		{runners.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}, func(t *testing.T, info ttnn.DeviceInfo) {

@@ -20,7 +20,7 @@ func TestRegister(t *testing.T) {
 	tests := []struct {
 		name    string
 		service runners.Service
-		request any
+		request runners.Request
 		result  any
 	}{
 		{runners.RunnerSDXL, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
@@ -61,7 +61,7 @@ func TestRegister(t *testing.T) {
 		for service, result := range map[string]any{"image": &runners.ImageResult{}, "audio": &runners.TranscriptionResult{}, "cnn": &runners.CNNResult{}} {
 			r, err := reg.New(runners.RunnerMock, runners.WorkerSpec{Settings: &config.Settings{ModelService: service}})
 			require.NoError(t, err)
-			var req any
+			var req runners.Request
 			switch service {
 			case "image":
 				req = &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}

@@ -34,7 +34,7 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 	}
 	tests := []struct {
 		runner string
-		req    any
+		req    runners.Request
 	}{
 		{runners.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}},
 		{runners.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,

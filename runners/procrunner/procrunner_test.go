@@ -186,7 +186,7 @@ func TestSameResultsAsInProcess(t *testing.T) {
 		name   string
 		runner string
 		local  runners.Runner
-		req    any
+		req    runners.Request
 		stream bool
 	}{
 		{"sdxl", runners.RunnerSDXL, simimage.New(runners.RunnerSDXL, 1024, lat),
@@ -204,9 +204,9 @@ func TestSameResultsAsInProcess(t *testing.T) {
 			require.Contains(t, logs.String(), "child serving group 0 (TT_VISIBLE_DEVICES=0)")
 			require.Contains(t, logs.String(), "worker=0")
 
-			collect := func() (*[]any, func(any) error) {
-				var chunks []any
-				return &chunks, func(c any) error { chunks = append(chunks, c); return nil }
+			collect := func() (*[]runners.Chunk, func(runners.Chunk) error) {
+				var chunks []runners.Chunk
+				return &chunks, func(c runners.Chunk) error { chunks = append(chunks, c); return nil }
 			}
 			remoteChunks, remoteEmit := collect()
 			localChunks, localEmit := collect()

@@ -36,7 +36,7 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 	gray.Set(4, 6, color.Gray{Y: 200})
 	tests := []struct {
 		name string
-		req  any
+		req  runners.Request
 		want any
 	}{
 		{"image with seed and empty schedule", &runners.ImageRequest{Prompt: "p", Seed: &seed, NumInferenceSteps: 7,
@@ -98,16 +98,21 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 		require.Equal(t, 1.5, req.LoRAScale)
 	})
 	t.Run("unknown request type", func(t *testing.T) {
-		_, err := toWireJob(1, runners.Task{Request: "text"})
-		require.ErrorContains(t, err, "request type string cannot be sent")
+		_, err := toWireJob(1, runners.Task{Request: textRequest("text")})
+		require.ErrorContains(t, err, "request type procrunner.textRequest cannot be sent")
 	})
 }
+
+// textRequest is a request type the wire does not know.
+type textRequest string
+
+func (textRequest) Service() runners.Service { return "" }
 
 func TestResultsAndErrorsSurviveTheWire(t *testing.T) {
 	img := image.NewRGBA(image.Rect(0, 0, 4, 3))
 	img.Set(1, 2, color.RGBA{R: 9, G: 8, B: 7, A: 255})
 	sub := img.SubImage(image.Rect(1, 1, 3, 3)) // stride != 4*width: copied
-	values := []any{
+	values := []runners.Result{
 		&runners.ImageResult{Images: []image.Image{img, sub}},
 		&runners.TranscriptionResult{Text: "hi", Task: "transcribe", Duration: 1.5,
 			Segments: []runners.TranscriptionSegment{{ID: 0, Speaker: "S", StartTime: 0, EndTime: 1, Text: "hi"}}},

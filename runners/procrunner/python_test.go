@@ -160,7 +160,7 @@ func TestPythonWorkerSpeaksTheProtocol(t *testing.T) {
 			samples[i] = 0.25
 		}
 		j, err := toWireJob(7, runners.Task{Request: &runners.AudioRequest{Samples: samples, SampleRate: 16000, Duration: 1, Stream: true},
-			Emit: func(any) error { return nil }})
+			Emit: func(runners.Chunk) error { return nil }})
 		require.NoError(t, err)
 		p.send(&message{Kind: kindBatch, Jobs: []wireJob{j}})
 		var words []string

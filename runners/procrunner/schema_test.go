@@ -48,17 +48,17 @@ func TestFramesMatchTheSchema(t *testing.T) {
 	seed := int64(3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	job := func(req any, emit bool) wireJob {
+	job := func(req runners.Request, emit bool) wireJob {
 		task := runners.Task{Ctx: ctx, Request: req}
 		if emit {
-			task.Emit = func(any) error { return nil }
+			task.Emit = func(runners.Chunk) error { return nil }
 			task.Progress = func(int, int) {}
 		}
 		j, err := toWireJob(5, task)
 		require.NoError(t, err)
 		return j
 	}
-	res := func(v any) *wireResult {
+	res := func(v runners.Result) *wireResult {
 		w, err := toWireResult(v)
 		require.NoError(t, err)
 		return w

@@ -172,7 +172,7 @@ func (s *server) startBatch(ctx context.Context, jobs []wireJob) ([]runners.Task
 		s.mu.Unlock()
 		t := runners.Task{Ctx: jctx, Request: req}
 		if j.Stream {
-			t.Emit = func(chunk any) error { return s.emit(jctx, j.ID, chunk) }
+			t.Emit = func(chunk runners.Chunk) error { return s.emit(jctx, j.ID, chunk) }
 		}
 		if j.Progress {
 			t.Progress = func(done, total int) {
@@ -218,7 +218,7 @@ func (s *server) runBatch(ctx context.Context, r runners.Runner, tasks []runners
 // emit is a task's Emit: it sends the chunk to the parent and waits for the parent's Emit to
 // answer, returning that answer (the client has gone, say) as the runner would get it in
 // process. A job that ends meanwhile (cancel, deadline, stop) returns its cause at once.
-func (s *server) emit(jctx context.Context, job uint64, chunk any) error {
+func (s *server) emit(jctx context.Context, job uint64, chunk runners.Chunk) error {
 	if jctx.Err() != nil {
 		return context.Cause(jctx)
 	}

@@ -34,7 +34,7 @@ func (l *streamLog) progress(done, total int) {
 	l.events = append(l.events, fmt.Sprintf("progress %d/%d", done, total))
 }
 
-func (l *streamLog) emit(c any) error {
+func (l *streamLog) emit(c runners.Chunk) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch v := c.(type) {
@@ -55,7 +55,7 @@ func (l *streamLog) emit(c any) error {
 }
 
 // runStream runs req on r as one streaming task with its own context.
-func runStream(ctx context.Context, r runners.Runner, req any, l *streamLog) runners.Outcome {
+func runStream(ctx context.Context, r runners.Runner, req runners.Request, l *streamLog) runners.Outcome {
 	return r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: req, Emit: l.emit, Progress: l.progress}})[0]
 }
 
@@ -104,7 +104,7 @@ func TestEmitErrorsReachTheChild(t *testing.T) {
 		name    string
 		runner  string
 		local   func() runners.Runner
-		req     any
+		req     runners.Request
 		gone    bool // the failing Emit cancels the task's context first, as a client leaving does
 		failAt  int
 		wantErr error

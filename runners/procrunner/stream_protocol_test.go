@@ -44,15 +44,13 @@ func TestChunksSurviveTheWire(t *testing.T) {
 	big := preview(0, 0, 256, 256)
 	tests := []struct {
 		name  string
-		chunk any
-		want  any // nil: want is chunk itself
+		chunk runners.Chunk
+		want  runners.Chunk // nil: want is chunk itself
 	}{
 		{"transcript chunk", runners.TranscriptChunk{Text: " hello", ChunkID: 4}, nil},
 		{"transcript chunk by pointer arrives by value", &runners.TranscriptChunk{Text: "x", ChunkID: 1},
 			runners.TranscriptChunk{Text: "x", ChunkID: 1}},
 		{"256x256 preview", &runners.ImagePartial{Index: 1, ImageIndex: 2, Step: 13, Steps: 20, Image: big}, nil},
-		{"preview by value arrives by pointer", runners.ImagePartial{Index: 0, Step: 5, Steps: 9, Image: big},
-			&runners.ImagePartial{Index: 0, Step: 5, Steps: 9, Image: big}},
 		{"offset sub-image preview", &runners.ImagePartial{Index: 2, ImageIndex: 1, Step: 3, Steps: 4,
 			Image: preview(0, 0, 40, 30).SubImage(image.Rect(7, 5, 33, 21))}, nil},
 		{"NRGBA preview", &runners.ImagePartial{Step: 1, Steps: 2, Image: nrgba}, nil},
@@ -89,11 +87,11 @@ func TestChunksSurviveTheWire(t *testing.T) {
 
 	bad := []struct {
 		name  string
-		chunk any
+		chunk runners.Chunk
 		m     *message
 		want  string
 	}{
-		{name: "unknown chunk type", chunk: 42, want: "chunk type int cannot be sent"},
+		{name: "unknown chunk type", chunk: textRequest("42"), want: "chunk type procrunner.textRequest cannot be sent"},
 		{name: "nil preview", chunk: (*runners.ImagePartial)(nil), want: "chunk type *runners.ImagePartial cannot be sent"},
 		{name: "nil transcript chunk", chunk: (*runners.TranscriptChunk)(nil), want: "cannot be sent"},
 		{name: "empty chunk", m: &message{Kind: kindChunk, Job: 3}, want: "empty chunk of job 3"},

@@ -178,9 +178,9 @@ type wireError struct {
 	Msg   string `json:"message"`
 }
 
-// toWireChunk encodes a streamed chunk: a transcript piece or an image preview (by value or
-// by pointer).
-func toWireChunk(chunk any) (*wireTranscriptChunk, *wirePartial, error) {
+// toWireChunk encodes a streamed chunk: a transcript piece (by value or by pointer) or an
+// image preview.
+func toWireChunk(chunk runners.Chunk) (*wireTranscriptChunk, *wirePartial, error) {
 	switch v := chunk.(type) {
 	case runners.TranscriptChunk:
 		return &wireTranscriptChunk{Text: v.Text, ChunkID: v.ChunkID}, nil, nil
@@ -188,8 +188,6 @@ func toWireChunk(chunk any) (*wireTranscriptChunk, *wirePartial, error) {
 		if v != nil {
 			return &wireTranscriptChunk{Text: v.Text, ChunkID: v.ChunkID}, nil, nil
 		}
-	case runners.ImagePartial:
-		return nil, toWirePartial(&v), nil
 	case *runners.ImagePartial:
 		if v != nil {
 			return nil, toWirePartial(v), nil
@@ -209,7 +207,7 @@ func toWirePartial(p *runners.ImagePartial) *wirePartial {
 
 // chunk decodes a chunk message's piece: a runners.TranscriptChunk (by value, as the
 // transcription runners emit it) or a *runners.ImagePartial.
-func (m *message) chunk() (any, error) {
+func (m *message) chunk() (runners.Chunk, error) {
 	switch {
 	case m.Chunk != nil && m.Partial != nil:
 		return nil, fmt.Errorf("%w: chunk of job %d is both a transcript piece and a preview", ErrProtocol, m.Job)
@@ -458,7 +456,7 @@ func toWireJob(id uint64, t runners.Task) (wireJob, error) {
 }
 
 // request decodes the job's request.
-func (j wireJob) request() (any, error) {
+func (j wireJob) request() (runners.Request, error) {
 	set := 0
 	for _, p := range []bool{j.Image != nil, j.Audio != nil, j.CNN != nil} {
 		if p {
@@ -519,7 +517,7 @@ func (j wireJob) request() (any, error) {
 }
 
 // toWireResult encodes a runner's value.
-func toWireResult(v any) (*wireResult, error) {
+func toWireResult(v runners.Result) (*wireResult, error) {
 	switch r := v.(type) {
 	case *runners.ImageResult:
 		w := &wireResult{Images: make([]wireImage, 0, len(r.Images))}
@@ -547,7 +545,7 @@ func toWireResult(v any) (*wireResult, error) {
 }
 
 // value decodes the result.
-func (w *wireResult) value() (any, error) {
+func (w *wireResult) value() (runners.Result, error) {
 	switch {
 	case w == nil:
 		return nil, fmt.Errorf("%w: result without a value", ErrProtocol)

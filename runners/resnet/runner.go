@@ -134,9 +134,9 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 	}
 	var live []int
 	for i, t := range tasks {
-		req, ok := t.Request.(*runners.CNNRequest)
+		req, err := runners.RequestAs[*runners.CNNRequest](t)
 		switch {
-		case !ok || req == nil:
+		case err != nil || req == nil:
 			outs[i].Err = fmt.Errorf("resnet: request is %T, not *runners.CNNRequest", t.Request)
 		case req.Image == nil || req.Image.Bounds().Empty():
 			outs[i].Err = fmt.Errorf("%w: %w", runners.ErrBadRequest, ErrEmptyImage)
@@ -150,7 +150,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 		idx := live[start:min(start+r.cfg.BatchSize, len(live))]
 		reqs := make([]*runners.CNNRequest, len(idx))
 		for j, i := range idx {
-			reqs[j] = tasks[i].Request.(*runners.CNNRequest)
+			reqs[j], _ = runners.RequestAs[*runners.CNNRequest](tasks[i]) // checked above
 		}
 		for j, o := range r.runChunk(ctx, reqs) {
 			outs[idx[j]] = o

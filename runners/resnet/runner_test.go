@@ -168,7 +168,7 @@ func TestRunnerRun(t *testing.T) {
 	// Three that never reach the device.
 	tasks = append(tasks,
 		runners.Task{Ctx: ctx, Request: &runners.CNNRequest{Image: image.NewNRGBA(image.Rect(0, 0, 0, 0))}},
-		runners.Task{Ctx: ctx, Request: "not a CNN request"},
+		runners.Task{Ctx: ctx, Request: &runners.AudioRequest{}}, // not a CNN request
 		runners.Task{Ctx: cancelled, Request: &runners.CNNRequest{Image: testImage(3)}})
 	outs := r.Run(ctx, tasks)
 	require.Len(t, outs, len(tasks))

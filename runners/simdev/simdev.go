@@ -73,7 +73,7 @@ func (e *BadRequest) Is(target error) bool { return target == runners.ErrBadRequ
 // RunBatch runs do for every task concurrently, as a device runs a batch together, and returns
 // the outcomes in order. Each task runs under its own context, which is also cancelled when the
 // batch context is; a failing, cancelled or panicking task does not affect the others.
-func RunBatch(ctx context.Context, tasks []runners.Task, do func(ctx context.Context, t runners.Task) (any, error)) []runners.Outcome {
+func RunBatch(ctx context.Context, tasks []runners.Task, do func(ctx context.Context, t runners.Task) (runners.Result, error)) []runners.Outcome {
 	out := make([]runners.Outcome, len(tasks))
 	one := func(i int) {
 		defer func() {

@@ -21,28 +21,33 @@ func TestLatencyFrom(t *testing.T) {
 	require.Equal(t, Latency{Warmup: time.Second, PerStep: 2 * time.Millisecond, PerAudioSec: 3 * time.Millisecond, PerImage: 4 * time.Millisecond}, LatencyFrom(s))
 }
 
+// ireq is a test request (and result) numbered by an int.
+type ireq int
+
+func (ireq) Service() runners.Service { return "" }
+
 func TestRunBatchIsolation(t *testing.T) {
 	boom := errors.New("boom")
-	tasks := []runners.Task{{Ctx: context.Background(), Request: 0}, {Request: 1}, {Ctx: context.Background(), Request: 2}}
-	out := RunBatch(context.Background(), tasks, func(ctx context.Context, task runners.Task) (any, error) {
-		switch task.Request.(int) {
+	tasks := []runners.Task{{Ctx: context.Background(), Request: ireq(0)}, {Request: ireq(1)}, {Ctx: context.Background(), Request: ireq(2)}}
+	out := RunBatch(context.Background(), tasks, func(ctx context.Context, task runners.Task) (runners.Result, error) {
+		switch task.Request.(ireq) {
 		case 0:
 			panic("device on fire")
 		case 1:
 			return nil, boom
 		}
-		return "ok", ctx.Err()
+		return ireq(7), ctx.Err()
 	})
 	require.Len(t, out, 3)
 	require.ErrorContains(t, out[0].Err, "device on fire")
 	require.ErrorIs(t, out[1].Err, boom)
 	require.NoError(t, out[2].Err)
-	require.Equal(t, "ok", out[2].Value)
+	require.Equal(t, ireq(7), out[2].Value)
 
 	// The batch context reaches every task.
 	batch, cancel := context.WithCancel(context.Background())
 	cancel()
-	out = RunBatch(batch, tasks[2:], func(ctx context.Context, task runners.Task) (any, error) {
+	out = RunBatch(batch, tasks[2:], func(ctx context.Context, task runners.Task) (runners.Result, error) {
 		return nil, ctx.Err()
 	})
 	require.ErrorIs(t, out[0].Err, context.Canceled)

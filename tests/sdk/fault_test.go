@@ -27,7 +27,7 @@ const faultPrompt = "fault:500"
 // needs an injected fault. Every other error status of the suites comes from the binary.
 type faultSched struct{ *scheduler.Scheduler }
 
-func (f faultSched) Submit(ctx context.Context, req any, emit func(any) error) (any, error) {
+func (f faultSched) Submit(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 	if r, ok := req.(*runners.ImageRequest); ok && r.Prompt == faultPrompt {
 		return nil, errors.New("simulated device fault")
 	}

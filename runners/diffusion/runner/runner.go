@@ -362,8 +362,8 @@ func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome
 			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", r.cfg.Model, p)}
 		}
 	}()
-	req, ok := t.Request.(*runners.ImageRequest)
-	if !ok || req == nil {
+	req, err := runners.RequestAs[*runners.ImageRequest](t)
+	if err != nil || req == nil {
 		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.cfg.Model, t.Request)}
 	}
 	parent := t.Ctx

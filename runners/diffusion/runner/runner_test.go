@@ -148,7 +148,7 @@ func (rec *recorder) task(ctx context.Context, req *runners.ImageRequest, stream
 		rec.progress = append(rec.progress, [2]int{done, total})
 	}}
 	if stream {
-		t.Emit = func(chunk any) error {
+		t.Emit = func(chunk runners.Chunk) error {
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			rec.partials = append(rec.partials, chunk.(*runners.ImagePartial))
@@ -258,7 +258,7 @@ func TestRunnerEmitFailure(t *testing.T) {
 	// A client that went away: the task stops.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	gone := runners.Task{Ctx: ctx, Request: req, Emit: func(any) error { cancel(); return errors.New("client gone") }}
+	gone := runners.Task{Ctx: ctx, Request: req, Emit: func(runners.Chunk) error { cancel(); return errors.New("client gone") }}
 	out = r.Run(context.Background(), []runners.Task{gone})
 	require.ErrorIs(t, out[0].Err, context.Canceled)
 }

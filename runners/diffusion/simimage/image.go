@@ -206,9 +206,9 @@ func (r *imageRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 	if r.closed.Load() {
 		return simdev.ClosedOutcomes(len(tasks))
 	}
-	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
-		req, ok := t.Request.(*runners.ImageRequest)
-		if !ok || req == nil {
+	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (runners.Result, error) {
+		req, err := runners.RequestAs[*runners.ImageRequest](t)
+		if err != nil || req == nil {
 			return nil, fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.model, t.Request)
 		}
 		img, err := r.generate(ctx, req, t)

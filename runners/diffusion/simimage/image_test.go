@@ -207,12 +207,12 @@ func TestImageBatch(t *testing.T) {
 	}
 	tasks[1].Ctx = cancelled
 	tasks[3].Ctx = midway
-	tasks = append(tasks, runners.Task{Ctx: context.Background(), Request: "not a request"})
+	tasks = append(tasks, runners.Task{Ctx: context.Background(), Request: &runners.AudioRequest{}}) // another family's request
 	out := r.Run(context.Background(), tasks)
 	require.Len(t, out, len(tasks))
 	require.ErrorIs(t, out[1].Err, context.Canceled)
 	require.ErrorIs(t, out[3].Err, context.Canceled)
-	require.ErrorContains(t, out[5].Err, "string")
+	require.ErrorContains(t, out[5].Err, "*runners.AudioRequest")
 	single := New(runners.RunnerSDXL, size, simdev.Latency{})
 	for _, i := range []int{0, 2, 4} {
 		require.NoError(t, out[i].Err, "task %d", i)
@@ -266,7 +266,7 @@ func TestSolidImage(t *testing.T) {
 	require.NoError(t, err)
 	var previews []image.Image
 	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.ImageRequest{Prompt: "x", GuidanceScale: 5, NumInferenceSteps: 4, PartialImages: 1},
-		Emit: func(v any) error { previews = append(previews, v.(*runners.ImagePartial).Image); return nil }}})
+		Emit: func(v runners.Chunk) error { previews = append(previews, v.(*runners.ImagePartial).Image); return nil }}})
 	require.NoError(t, out[0].Err)
 	img := out[0].Value.(*runners.ImageResult).Images[0].(*image.RGBA)
 	require.Equal(t, image.Rect(0, 0, 1024, 1024), img.Bounds())

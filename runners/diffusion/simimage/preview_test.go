@@ -35,13 +35,13 @@ func TestPreviewSteps(t *testing.T) {
 
 // streamRun runs req on r as a streaming task and returns the emitted partials, the progress
 // calls and the outcome.
-func streamRun(ctx context.Context, r runners.Runner, req *runners.ImageRequest, emit func(any) error) ([]*runners.ImagePartial, [][2]int, runners.Outcome) {
+func streamRun(ctx context.Context, r runners.Runner, req *runners.ImageRequest, emit func(runners.Chunk) error) ([]*runners.ImagePartial, [][2]int, runners.Outcome) {
 	var parts []*runners.ImagePartial
 	var progress [][2]int
 	task := runners.Task{Ctx: ctx, Request: req,
 		Progress: func(done, total int) { progress = append(progress, [2]int{done, total}) }}
 	if emit != nil {
-		task.Emit = func(ch any) error {
+		task.Emit = func(ch runners.Chunk) error {
 			if err := emit(ch); err != nil {
 				return err
 			}
@@ -55,11 +55,11 @@ func streamRun(ctx context.Context, r runners.Runner, req *runners.ImageRequest,
 
 func TestImagePartialsAndProgress(t *testing.T) {
 	const size = 128
-	ok := func(any) error { return nil }
+	ok := func(runners.Chunk) error { return nil }
 	tests := []struct {
 		name      string
 		partials  int
-		emit      func(any) error
+		emit      func(runners.Chunk) error
 		wantSteps []int
 	}{
 		{"none asked", 0, ok, nil},
@@ -118,7 +118,7 @@ func TestImagePreviewsConvergeAndAreDeterministic(t *testing.T) {
 	const size = 256
 	req := baseRequest()
 	req.PartialImages = 3
-	ok := func(any) error { return nil }
+	ok := func(runners.Chunk) error { return nil }
 	parts, _, out := streamRun(context.Background(), New(runners.RunnerSDXL, size, simdev.Latency{}), req, ok)
 	require.NoError(t, out.Err)
 	require.Len(t, parts, 3)
@@ -149,7 +149,7 @@ func TestImageEmitFailure(t *testing.T) {
 
 	// A live task whose stream cannot carry previews still gets its image, without previews.
 	calls := 0
-	refuse := func(any) error { calls++; return errors.New("chunk type cannot be sent") }
+	refuse := func(runners.Chunk) error { calls++; return errors.New("chunk type cannot be sent") }
 	parts, _, out := streamRun(context.Background(), New(runners.RunnerSDXL, 64, simdev.Latency{}), req, refuse)
 	require.NoError(t, out.Err)
 	require.Empty(t, parts)
@@ -158,7 +158,7 @@ func TestImageEmitFailure(t *testing.T) {
 	// The client went away: the task stops at that step.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	gone := func(any) error { cancel(); return context.Canceled }
+	gone := func(runners.Chunk) error { cancel(); return context.Canceled }
 	_, progress, out := streamRun(ctx, New(runners.RunnerSDXL, 64, simdev.Latency{}), req, gone)
 	require.ErrorIs(t, out.Err, context.Canceled)
 	require.Len(t, progress, 5, "stopped after the step of the first preview")

@@ -222,11 +222,11 @@ func (p Plan) Merge(results []*runners.TranscriptionResult) (*runners.Transcript
 func roundMS(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // SubmitFunc runs one job to its terminal outcome: scheduler.Scheduler.Submit.
-type SubmitFunc func(ctx context.Context, req any, emit func(any) error) (any, error)
+type SubmitFunc func(ctx context.Context, req runners.Request, emit func(runners.Chunk) error) (runners.Result, error)
 
 // chunkState is what one chunk job has produced so far.
 type chunkState struct {
-	items []any // streamed items not yet relayed
+	items []runners.Chunk // streamed items not yet relayed
 	done  bool
 	res   *runners.TranscriptionResult
 }
@@ -245,7 +245,7 @@ type chunkState struct {
 // cancels every other chunk job: queued ones leave the queue without device time, running
 // ones stop at their runner's next step boundary. Run waits for all of them to end and
 // returns that one error, wrapped with the chunk it came from; nothing is relayed after it.
-func Run(ctx context.Context, submit SubmitFunc, plan Plan, emit func(any) error) (*runners.TranscriptionResult, error) {
+func Run(ctx context.Context, submit SubmitFunc, plan Plan, emit func(runners.Chunk) error) (*runners.TranscriptionResult, error) {
 	n := len(plan.Chunks)
 	if n == 0 {
 		return nil, errors.New("fanout: empty plan")
@@ -291,9 +291,9 @@ func Run(ctx context.Context, submit SubmitFunc, plan Plan, emit func(any) error
 		slots = make(chan struct{}, plan.InFlight)
 	}
 	for i, ch := range plan.Chunks {
-		var chunkEmit func(any) error
+		var chunkEmit func(runners.Chunk) error
 		if emit != nil {
-			chunkEmit = func(item any) error {
+			chunkEmit = func(item runners.Chunk) error {
 				mu.Lock()
 				states[i].items = append(states[i].items, item)
 				mu.Unlock()
@@ -320,7 +320,7 @@ func Run(ctx context.Context, submit SubmitFunc, plan Plan, emit func(any) error
 				return
 			}
 			v, err := submit(ctx, ch.Req, chunkEmit)
-			res, ok := v.(*runners.TranscriptionResult)
+			res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 			if err == nil && (!ok || res == nil) {
 				err = fmt.Errorf("%w (got %T)", ErrBadResult, v)
 			}
@@ -336,7 +336,7 @@ func Run(ctx context.Context, submit SubmitFunc, plan Plan, emit func(any) error
 	}
 
 	head, chunkID := 0, 0
-	var out []any
+	var out []runners.Chunk
 	for {
 		mu.Lock()
 		err := failed
@@ -356,7 +356,7 @@ func Run(ctx context.Context, submit SubmitFunc, plan Plan, emit func(any) error
 			return nil, err
 		}
 		for _, item := range out {
-			if tc, ok := item.(runners.TranscriptChunk); ok {
+			if tc, ok := runners.ChunkAs[runners.TranscriptChunk](item); ok {
 				chunkID++
 				tc.ChunkID = chunkID
 				item = tc

@@ -224,7 +224,7 @@ func newFake(n int) *fake {
 // index is the chunk's number: its first sample value / 16000 / 10 (chunks start at 0, 10, 20 s).
 func index(req *runners.AudioRequest) int { return int(req.Samples[0]) / 16000 / 10 }
 
-func (f *fake) submit(ctx context.Context, r any, emit func(any) error) (any, error) {
+func (f *fake) submit(ctx context.Context, r runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 	req := r.(*runners.AudioRequest)
 	i := index(req)
 	f.calls.Add(1)
@@ -282,7 +282,7 @@ func TestRunStreamsInOrder(t *testing.T) {
 	f := newFake(3)
 	var got []runners.TranscriptChunk
 	emitted := make(chan struct{}, 10)
-	emit := func(v any) error {
+	emit := func(v runners.Chunk) error {
 		got = append(got, v.(runners.TranscriptChunk))
 		emitted <- struct{}{}
 		return nil
@@ -326,7 +326,7 @@ func TestRunStreamsHeadLive(t *testing.T) {
 	emitted := make(chan string, 10)
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), f.submit, plan, func(v any) error {
+		_, err := Run(context.Background(), f.submit, plan, func(v runners.Chunk) error {
 			emitted <- v.(runners.TranscriptChunk).Text
 			return nil
 		})
@@ -358,9 +358,9 @@ func TestRunFailureCancelsTheRest(t *testing.T) {
 			f.fail[1] = boom
 			close(f.release[1]) // chunk 1 fails while 0 and 2 still run
 			var relayed []any
-			var emit func(any) error
+			var emit func(runners.Chunk) error
 			if tc.stream {
-				emit = func(v any) error { relayed = append(relayed, v); return nil }
+				emit = func(v runners.Chunk) error { relayed = append(relayed, v); return nil }
 			}
 			res, err := Run(context.Background(), f.submit, plan, emit)
 			require.Nil(t, res)
@@ -396,7 +396,7 @@ func TestRunEmitErrorStops(t *testing.T) {
 	f := newFake(3)
 	close(f.release[0])
 	gone := errors.New("client gone")
-	res, err := Run(context.Background(), f.submit, plan, func(any) error { return gone })
+	res, err := Run(context.Background(), f.submit, plan, func(runners.Chunk) error { return gone })
 	require.Nil(t, res)
 	require.ErrorIs(t, err, gone)
 	require.Equal(t, f.calls.Load()-1, f.cancelled.Load(), "the chunks after the first were cancelled or never submitted")
@@ -415,7 +415,7 @@ func TestRunInFlight(t *testing.T) {
 			// reached however slowly the goroutines start), then each holds a little longer
 			// so that one over the limit would be seen.
 			full, once := make(chan struct{}), sync.Once{}
-			submit := func(ctx context.Context, r any, emit func(any) error) (any, error) {
+			submit := func(ctx context.Context, r runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 				n := now.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
@@ -444,9 +444,9 @@ func TestRunInFlight(t *testing.T) {
 
 func TestRunBadResult(t *testing.T) {
 	plan := plan3()
-	submit := func(ctx context.Context, r any, emit func(any) error) (any, error) {
+	submit := func(ctx context.Context, r runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {
 		if index(r.(*runners.AudioRequest)) == 2 {
-			return "not a transcription", nil
+			return &runners.ImageResult{}, nil // not a transcription
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()

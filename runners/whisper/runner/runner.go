@@ -275,8 +275,8 @@ func (r *Runner) runTask(ctx context.Context, model transcribe.Model, t runners.
 			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", runners.RunnerWhisper, p)}
 		}
 	}()
-	req, ok := t.Request.(*runners.AudioRequest)
-	if !ok || req == nil {
+	req, err := runners.RequestAs[*runners.AudioRequest](t)
+	if err != nil || req == nil {
 		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.AudioRequest", runners.RunnerWhisper, t.Request)}
 	}
 	parent := t.Ctx

@@ -51,7 +51,7 @@ type recorder struct {
 func (rec *recorder) task(ctx context.Context, req *runners.AudioRequest) runners.Task {
 	return runners.Task{
 		Ctx: ctx, Request: req,
-		Emit: func(c any) error {
+		Emit: func(c runners.Chunk) error {
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			rec.chunks = append(rec.chunks, c.(runners.TranscriptChunk))

@@ -78,9 +78,9 @@ func (r *audioRunner) Run(ctx context.Context, tasks []runners.Task) []runners.O
 	if r.closed.Load() {
 		return simdev.ClosedOutcomes(len(tasks))
 	}
-	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (any, error) {
-		req, ok := t.Request.(*runners.AudioRequest)
-		if !ok || req == nil {
+	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (runners.Result, error) {
+		req, err := runners.RequestAs[*runners.AudioRequest](t)
+		if err != nil || req == nil {
 			return nil, fmt.Errorf("whisper: request is %T, not *runners.AudioRequest", t.Request)
 		}
 		return r.transcribe(ctx, req, t.Emit)
@@ -94,7 +94,7 @@ func (r *audioRunner) Close() error {
 }
 
 // transcribe produces the result, streaming word chunks through emit when it is not nil.
-func (r *audioRunner) transcribe(ctx context.Context, req *runners.AudioRequest, emit func(any) error) (*runners.TranscriptionResult, error) {
+func (r *audioRunner) transcribe(ctx context.Context, req *runners.AudioRequest, emit func(runners.Chunk) error) (*runners.TranscriptionResult, error) {
 	sr := req.SampleRate
 	if sr <= 0 {
 		sr = 16000

@@ -101,7 +101,7 @@ type collector struct {
 	err    error
 }
 
-func (c *collector) emit(chunk any) error {
+func (c *collector) emit(chunk runners.Chunk) error {
 	tc, ok := chunk.(runners.TranscriptChunk)
 	if !ok {
 		return errors.New("unexpected chunk type")
@@ -170,7 +170,7 @@ func TestAudioStreaming(t *testing.T) {
 		r := New(simdev.Latency{PerAudioSec: time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		var c collector
-		emit := func(chunk any) error {
+		emit := func(chunk runners.Chunk) error {
 			cancel()
 			return c.emit(chunk)
 		}
