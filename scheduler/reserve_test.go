@@ -20,7 +20,7 @@ func TestReserveAllOrNone(t *testing.T) {
 	waitFor(t, "ready", h.s.Ready)
 	ctx := context.Background()
 
-	go func() { _, _ = h.s.Submit(ctx, "blocker", nil) }() // holds the only worker
+	go func() { _, _ = h.s.Submit(ctx, sreq("blocker"), nil) }() // holds the only worker
 	waitFor(t, "blocker running", func() bool { return h.runs.Load() == 1 })
 
 	r, err := h.s.Reserve(ctx, 4)
@@ -37,9 +37,9 @@ func TestReserveAllOrNone(t *testing.T) {
 
 	// One plain job takes the last free place; the next is refused.
 	plain := make(chan error, 2)
-	go func() { _, err := h.s.Submit(ctx, "plain-1", nil); plain <- err }()
+	go func() { _, err := h.s.Submit(ctx, sreq("plain-1"), nil); plain <- err }()
 	waitFor(t, "plain queued", func() bool { return h.s.QueueLen() == 1 })
-	_, err = h.s.Submit(ctx, "plain-2", nil)
+	_, err = h.s.Submit(ctx, sreq("plain-2"), nil)
 	require.ErrorIs(t, err, ErrQueueFull)
 
 	// The reservation's 4 jobs all queue though the free places are gone.
@@ -47,7 +47,7 @@ func TestReserveAllOrNone(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range 4 {
-		wg.Go(func() { _, errs[i] = h.s.Submit(rctx, "img", nil) })
+		wg.Go(func() { _, errs[i] = h.s.Submit(rctx, sreq("img"), nil) })
 	}
 	waitFor(t, "4 reserved jobs queued", func() bool { return h.s.QueueLen() == 5 })
 	for range 6 { // let the blocker, the plain job and the 4 reserved ones run

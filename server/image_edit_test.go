@@ -30,7 +30,7 @@ func pngBytes(t *testing.T, img image.Image) []byte {
 
 func imageInputServer(t *testing.T, runner string, loraRoot string) (*Server, *fakeSched) {
 	t.Helper()
-	f := &fakeSched{ready: true, submit: func(_ context.Context, req any, _ func(any) error) (any, error) {
+	f := &fakeSched{ready: true, submit: func(_ context.Context, req runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
 		return &runners.ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}, nil
 	}}
 	cfg := testSettings()
