@@ -16,7 +16,7 @@ const probeDeepSteps = 20
 // the runner's smallest shape (shallow: the Python runners' one-step warm-up; 1 s of audio; one
 // 224x224 image), or with deep a full-size one (20 denoising steps, 10 s of audio). check
 // tells a good answer from a bad one.
-func ProbeRequest(runner string, svc Service, deep bool) (req any, check func(any) error) {
+func ProbeRequest(runner string, svc Service, deep bool) (req Request, check func(Result) error) {
 	switch svc {
 	case ServiceImage:
 		seed := int64(0)
@@ -54,26 +54,26 @@ func ProbeRequest(runner string, svc Service, deep bool) (req any, check func(an
 		}
 		return &CNNRequest{Image: img, TopK: 1}, checkClasses
 	}
-	return nil, func(any) error { return fmt.Errorf("no probe for service %q", svc) }
+	return nil, func(Result) error { return fmt.Errorf("no probe for service %q", svc) }
 }
 
-func checkImage(v any) error {
-	res, ok := v.(*ImageResult)
+func checkImage(v Result) error {
+	res, ok := ResultAs[*ImageResult](v)
 	if !ok || res == nil || len(res.Images) == 0 || res.Images[0] == nil || res.Images[0].Bounds().Empty() {
 		return fmt.Errorf("canary probe: the runner answered %T without an image", v)
 	}
 	return nil
 }
 
-func checkTranscript(v any) error {
-	if res, ok := v.(*TranscriptionResult); !ok || res == nil {
+func checkTranscript(v Result) error {
+	if res, ok := ResultAs[*TranscriptionResult](v); !ok || res == nil {
 		return fmt.Errorf("canary probe: the runner answered %T instead of a transcription", v)
 	}
 	return nil
 }
 
-func checkClasses(v any) error {
-	res, ok := v.(*CNNResult)
+func checkClasses(v Result) error {
+	res, ok := ResultAs[*CNNResult](v)
 	if !ok || res == nil || len(res.Top) == 0 {
 		return fmt.Errorf("canary probe: the runner answered %T without a class", v)
 	}

@@ -11,7 +11,7 @@ func TestProbeRequest(t *testing.T) {
 	tests := []struct {
 		runner string
 		svc    Service
-		good   any
+		good   Result
 	}{
 		{RunnerSDXL, ServiceImage, &ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}},
 		{RunnerSDXLEdit, ServiceImage, &ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}},
@@ -24,7 +24,7 @@ func TestProbeRequest(t *testing.T) {
 			require.NotNil(t, req)
 			require.NoError(t, check(tc.good), "%s deep=%v", tc.runner, deep)
 			require.Error(t, check(nil))
-			require.Error(t, check("something else"))
+			require.Error(t, check(&otherResult{}))
 		}
 	}
 	shallow, _ := ProbeRequest(RunnerSDXL, ServiceImage, false)
@@ -40,3 +40,8 @@ func TestProbeRequest(t *testing.T) {
 	_, check = ProbeRequest("x", "video", false)
 	require.Error(t, check(nil))
 }
+
+// otherResult is a result of no route's type.
+type otherResult struct{}
+
+func (*otherResult) Service() Service { return "" }

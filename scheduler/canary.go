@@ -46,7 +46,7 @@ const (
 
 // ProbeFunc builds a probe request for the scheduler's runner and the check its result must
 // pass; deep asks for the full-size probe.
-type ProbeFunc func(deep bool) (req any, check func(result any) error)
+type ProbeFunc func(deep bool) (req runners.Request, check func(result runners.Result) error)
 
 // CanaryConfig configures the monitor: CANARY_* and the hooks that export what it sees.
 type CanaryConfig struct {
@@ -251,7 +251,7 @@ var errProbeSkipped = errors.New("canary probe skipped")
 // submitProbe runs a probe job through the queue, as Submit does, but it bypasses the
 // readiness check (the monitor feeds readiness) and deadline admission, is not counted as
 // client traffic, and a full queue skips it. queued is called once it is in the queue.
-func (s *Scheduler) submitProbe(ctx context.Context, req any, queued func()) (any, error) {
+func (s *Scheduler) submitProbe(ctx context.Context, req runners.Request, queued func()) (runners.Result, error) {
 	if s.stopping.Load() {
 		return nil, errProbeSkipped
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
 // canaryRecorder collects what the monitor reports.
@@ -26,17 +27,17 @@ type canaryRecorder struct {
 func (r *canaryRecorder) config(settings config.CanarySettings, badDeep bool) CanaryConfig {
 	return CanaryConfig{
 		CanarySettings: settings,
-		Probe: func(deep bool) (any, func(any) error) {
-			req := "probe"
+		Probe: func(deep bool) (runners.Request, func(runners.Result) error) {
+			req := sreq("probe")
 			if deep {
 				r.deep.Add(1)
-				req = "deep-probe"
+				req = sreq("deep-probe")
 			}
-			return req, func(v any) error {
+			return req, func(v runners.Result) error {
 				if badDeep && deep {
 					return errors.New("deep probe: wrong answer")
 				}
-				if v != "done:"+req {
+				if v != sreq("done:"+req) {
 					return fmt.Errorf("probe answered %v", v)
 				}
 				return nil
@@ -99,7 +100,7 @@ func TestCanaryDeadAfterMissesAndRecoversWithTraffic(t *testing.T) {
 	for range 10 {
 		h.gate <- struct{}{}
 	}
-	v, err := h.s.Submit(context.Background(), "real", nil)
+	v, err := h.s.Submit(context.Background(), sreq("real"), nil)
 	require.NoError(t, err)
 	require.Equal(t, "done:real", v)
 	waitFor(t, "healthy again", func() bool { return h.s.Canary().State == CanaryHealthy })
@@ -146,7 +147,7 @@ func TestCanaryBusyWorkersAreNotProbed(t *testing.T) {
 	waitFor(t, "ready", h.s.Ready)
 	// A long real request holds the only worker: the monitor sees traffic, never probes.
 	done := make(chan error, 1)
-	go func() { _, err := h.s.Submit(context.Background(), "blocker", nil); done <- err }()
+	go func() { _, err := h.s.Submit(context.Background(), sreq("blocker"), nil); done <- err }()
 	waitFor(t, "the real job in flight", func() bool { return h.s.realInflight.Load() == 1 })
 	time.Sleep(150 * time.Millisecond)
 	_, probes := rec.snapshot()

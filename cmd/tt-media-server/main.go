@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			CanaryInterval: settings.CanaryInterval,
 			Canary: scheduler.CanaryConfig{
 				CanarySettings: settings.Canary,
-				Probe: func(deep bool) (any, func(any) error) {
+				Probe: func(deep bool) (runners.Request, func(runners.Result) error) {
 					return runners.ProbeRequest(runner, service, deep)
 				},
 				OnState: func(state string) { m.CanaryState(runner, state, scheduler.CanaryStates) },
