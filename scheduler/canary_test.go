@@ -75,7 +75,7 @@ func TestCanaryProbesIdleWorkersThroughTheQueue(t *testing.T) {
 	require.Equal(t, CanaryStatus{Enabled: true, State: CanaryStarting, Alive: true}, h.s.Canary())
 	h.start(t)
 	waitFor(t, "a successful probe", func() bool { _, p := rec.snapshot(); return slices.Contains(p, "shallow:ok") })
-	_, seen := h.seen.Load("probe")
+	_, seen := h.seen.Load(sreq("probe"))
 	require.True(t, seen, "the probe ran on the runner (a real inference through the queue)")
 	waitFor(t, "healthy", func() bool { return h.s.Canary().State == CanaryHealthy })
 	states, _ := rec.snapshot()
@@ -102,7 +102,7 @@ func TestCanaryDeadAfterMissesAndRecoversWithTraffic(t *testing.T) {
 	}
 	v, err := h.s.Submit(context.Background(), sreq("real"), nil)
 	require.NoError(t, err)
-	require.Equal(t, "done:real", v)
+	require.Equal(t, sreq("done:real"), v)
 	waitFor(t, "healthy again", func() bool { return h.s.Canary().State == CanaryHealthy })
 	require.True(t, h.s.Canary().Alive)
 }
