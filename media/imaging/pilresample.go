@@ -111,25 +111,8 @@ func PILResize(src []uint8, w, h, ch, ow, oh int, f PILFilter) []uint8 {
 	if ow != w {
 		c := NewPILCoeffs(w, ow, f)
 		out := make([]uint8, ow*h*ch)
-		acc := make([]int32, ch)
 		for y := range h {
-			in := src[y*w*ch : (y+1)*w*ch]
-			for x := range ow {
-				xmin, n := c.Bounds[2*x], c.Bounds[2*x+1]
-				k := c.K[x*c.KSize : x*c.KSize+n]
-				for j := range acc {
-					acc[j] = 1 << (PILPrecisionBits - 1)
-				}
-				for i, wt := range k {
-					p := in[(xmin+i)*ch:]
-					for j := range acc {
-						acc[j] += int32(p[j]) * wt
-					}
-				}
-				for j, v := range acc {
-					out[(y*ow+x)*ch+j] = PILClip8(v)
-				}
-			}
+			horizontal(out[y*ow*ch:(y+1)*ow*ch], src[y*w*ch:(y+1)*w*ch], ch, c)
 		}
 		src, w = out, ow
 	}
@@ -144,10 +127,22 @@ func PILResize(src []uint8, w, h, ch, ow, oh int, f PILFilter) []uint8 {
 			for j := range acc {
 				acc[j] = 1 << (PILPrecisionBits - 1)
 			}
-			for i, wt := range k {
+			i := 0
+			for ; i+1 < len(k); i += 2 { // two taps per pass over the row: half the acc traffic
+				in0 := src[(ymin+i)*row : (ymin+i+1)*row]
+				in1 := src[(ymin+i+1)*row : (ymin+i+2)*row]
+				w0, w1 := k[i], k[i+1]
+				a := acc[:len(in0)]
+				in1 = in1[:len(in0)]
+				for j, v := range in0 {
+					a[j] += int32(v)*w0 + int32(in1[j])*w1
+				}
+			}
+			if i < len(k) {
 				in := src[(ymin+i)*row : (ymin+i+1)*row]
+				a, wt := acc[:len(in)], k[i]
 				for j, v := range in {
-					acc[j] += int32(v) * wt
+					a[j] += int32(v) * wt
 				}
 			}
 			for j, v := range acc {
@@ -157,4 +152,57 @@ func PILResize(src []uint8, w, h, ch, ow, oh int, f PILFilter) []uint8 {
 		src = out
 	}
 	return src
+}
+
+// horizontal is one row of ImagingResampleHorizontal_8bpc: out (ow pixels) from in.
+func horizontal(out, in []uint8, ch int, c PILCoeffs) {
+	const half = 1 << (PILPrecisionBits - 1)
+	ow := len(out) / ch
+	switch ch {
+	case 1:
+		for x := range ow {
+			xmin, n := c.Bounds[2*x], c.Bounds[2*x+1]
+			k := c.K[x*c.KSize : x*c.KSize+n]
+			p := in[xmin : xmin+n]
+			s := int32(half)
+			for i, wt := range k {
+				s += int32(p[i]) * wt
+			}
+			out[x] = PILClip8(s)
+		}
+	case 3:
+		for x := range ow {
+			xmin, n := c.Bounds[2*x], c.Bounds[2*x+1]
+			k := c.K[x*c.KSize : x*c.KSize+n]
+			p := in[3*xmin : 3*(xmin+n)]
+			s0, s1, s2 := int32(half), int32(half), int32(half)
+			for len(k) > 0 && len(p) >= 3 {
+				wt := k[0]
+				s0 += int32(p[0]) * wt
+				s1 += int32(p[1]) * wt
+				s2 += int32(p[2]) * wt
+				k, p = k[1:], p[3:]
+			}
+			o := out[3*x : 3*x+3]
+			o[0], o[1], o[2] = PILClip8(s0), PILClip8(s1), PILClip8(s2)
+		}
+	default:
+		acc := make([]int32, ch)
+		for x := range ow {
+			xmin, n := c.Bounds[2*x], c.Bounds[2*x+1]
+			k := c.K[x*c.KSize : x*c.KSize+n]
+			for j := range acc {
+				acc[j] = half
+			}
+			for i, wt := range k {
+				p := in[(xmin+i)*ch:]
+				for j := range acc {
+					acc[j] += int32(p[j]) * wt
+				}
+			}
+			for j, v := range acc {
+				out[x*ch+j] = PILClip8(v)
+			}
+		}
+	}
 }

@@ -42,14 +42,23 @@ func Preprocess(img *image.NRGBA, h, w int) (Image, error) {
 	px := imaging.PILResize(rgb, sw, sh, 3, w, h, imaging.PILLanczos)
 	out := Image{C: 3, H: h, W: w, Pix: make([]float32, 3*h*w)}
 	plane := h * w
+	r, g, b := out.Pix[:plane], out.Pix[plane:2*plane], out.Pix[2*plane:]
 	for i := range plane {
-		for c := range 3 {
-			v := float32(px[3*i+c]) / 255
-			out.Pix[c*plane+i] = 2*v - 1
-		}
+		p := px[3*i : 3*i+3]
+		r[i], g[i], b[i] = unit[p[0]], unit[p[1]], unit[p[2]]
 	}
 	return out, nil
 }
+
+// unit maps a byte to VaeImageProcessor's value: 2*(v/255)-1, each step in float32 as numpy
+// and torch compute it.
+var unit = func() (t [256]float32) {
+	for v := range t {
+		x := float32(v) / 255
+		t[v] = 2*x - 1
+	}
+	return t
+}()
 
 // MaskChannel reads a mask image as one 8-bit channel: a grayscale image as it is; with
 // alphaMarks (OpenAI's images/edits convention), an image whose alpha is not opaque everywhere

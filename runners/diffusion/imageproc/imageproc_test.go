@@ -152,3 +152,41 @@ func TestPreprocessRange(t *testing.T) {
 	_, err = Masked(got, Image{C: 1, H: 1, W: 3, Pix: make([]float32, 3)})
 	require.Error(t, err)
 }
+
+// benchImage is a 1920x1080 photo-like picture (gradients and noise-free edges).
+func benchImage() *image.NRGBA {
+	img := image.NewNRGBA(image.Rect(0, 0, 1920, 1080))
+	for y := range 1080 {
+		for x := range 1920 {
+			o := img.PixOffset(x, y)
+			img.Pix[o], img.Pix[o+1], img.Pix[o+2], img.Pix[o+3] = uint8(x*255/1919), uint8(y*255/1079), uint8((x+y)*7), 255
+		}
+	}
+	return img
+}
+
+// BenchmarkPreprocess is VaeImageProcessor.preprocess of a 1920x1080 RGB image to SDXL's
+// 1024x1024 (Lanczos, [-1, 1]); scripts/bench-img2img-preprocess.sh runs Pillow's side by side.
+func BenchmarkPreprocess(b *testing.B) {
+	img := benchImage()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Preprocess(img, 1024, 1024); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPreprocessMask is the mask processor on a 1920x1080 grayscale mask.
+func BenchmarkPreprocessMask(b *testing.B) {
+	m := image.NewGray(image.Rect(0, 0, 1920, 1080))
+	for i := range m.Pix {
+		m.Pix[i] = uint8(i % 251)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := PreprocessMask(m, 1024, 1024); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
