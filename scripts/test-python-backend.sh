@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The suites that run on Python workers (DEVICE_BACKEND=python, hosting the fake runners of
 # workers/python/fakes): the SDK conformance suites (official openai-go and openai npm clients,
-# tests/sdk) with every server on Python workers, plus the Python-worker end-to-end tests and
+# tests/sdk) and the chaos storm (tests/chaos_test.go) with every server on Python workers, plus
+# the Python-worker end-to-end tests and
 # protocol tests that `go test ./...` already runs. CI runs it after go test (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-python-worker-deps.sh
 TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" ./tests/sdk/
+# The chaos storm (random device errors, aborting workers, client hang-ups, deadlines, overload).
+TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" -run '^TestChaosOnSimulator$' ./tests/
 go test -count=1 "$@" -run 'Python|ImageStream' ./tests/ ./runners/procrunner/

@@ -25,6 +25,10 @@ var (
 	acceptedHint = regexp.MustCompile(`(?m)^tt_media_server_cancellations_total\{cause="(client|deadline)",model="[^"]+",stage="queued"\} (\d+)`)
 )
 
+// chaosBackend is TT_TEST_DEVICE_BACKEND: "python" runs the chaos storm on Python workers
+// hosting the fake runners (scripts/test-python-backend.sh); "" on the Go device workers.
+var chaosBackend = os.Getenv("TT_TEST_DEVICE_BACKEND")
+
 func sumMatches(re *regexp.Regexp, body []byte, group int) int {
 	n := 0
 	for _, m := range re.FindAllSubmatch(body, -1) {
@@ -47,13 +51,23 @@ func TestChaosOnSimulator(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CHAOS_SCALE")); err == nil && v > 0 {
 		scale = v
 	}
-	s := startServer(t, map[string]string{
+	env := map[string]string{
 		"MODEL_RUNNER": "tt-sdxl-trace", "WORKER_ISOLATION": "process", "MOCK_DEVICES_COUNT": "3",
 		"MOCK_STEP_SECONDS": "0.01", "MAX_QUEUE_SIZE": "6", "DEFAULT_INFERENCE_TIMEOUT_SECONDS": "3",
 		"MAX_WORKER_RESTART_COUNT": "1000", "RESET_DEVICE_SLEEP_TIME": "0.05",
 		"TTB_SIM_FAIL_PROB": "0.01", "TTB_SIM_SEED": "7", "TTB_SIM_ABORT": "150",
 		"CANARY_INTERVAL_SECONDS": "0.5",
-	})
+	}
+	injected := "simulated" // the simulator's injected device errors
+	if chaosBackend == "python" {
+		// The same storm on Python workers (scripts/test-python-backend.sh): the fake runner
+		// fails every 5th call (about the simulator's 1% per program over 12-31 steps) and
+		// aborts on the 7th call of each process (about every 150 programs).
+		env = pythonEnv(t, env)
+		env["FAKE_RUNNER_FAIL_EVERY"], env["FAKE_RUNNER_CRASH_AFTER"] = "5", "7"
+		injected = "fake device error"
+	}
+	s := startServer(t, env)
 	base := goroutines(t, s)
 
 	const clients = 24
@@ -111,7 +125,7 @@ func TestChaosOnSimulator(t *testing.T) {
 			continue
 		case o.status == 200, o.status == 429, o.status == 503, o.status == 504:
 			counts[strconv.Itoa(o.status)]++
-		case o.status == 500 && strings.Contains(o.body, "simulated"):
+		case o.status == 500 && strings.Contains(o.body, injected):
 			counts["500 injected device error"]++
 		default:
 			t.Errorf("unexpected answer %d: %s", o.status, o.body)
