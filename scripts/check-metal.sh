@@ -90,6 +90,8 @@ else
 	# shellcheck disable=SC2086
 	nice -n 10 go test -tags ttnn -count=1 -timeout 15m $pkgs
 fi
+echo "== check-metal: conformance case counts per backend"
+nice -n 10 go test -tags ttnn -count=1 -run '^TestConformance$' -v ./ttnn/ | grep -o 'conformance [a-z]*: .*'
 echo "== check-metal: the real binary (-tags ttnn, over the fake) serving ResNet-50 with DEVICE_BACKEND=metal"
 mkdir -p "$build/bin"
 nice -n 10 go build -tags ttnn -o "$build/bin/tt-media-server" ./cmd/tt-media-server
