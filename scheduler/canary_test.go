@@ -37,7 +37,7 @@ func (r *canaryRecorder) config(settings config.CanarySettings, badDeep bool) Ca
 				if badDeep && deep {
 					return errors.New("deep probe: wrong answer")
 				}
-				if v != sreq("done:"+req) {
+				if v != "done:"+req {
 					return fmt.Errorf("probe answered %v", v)
 				}
 				return nil

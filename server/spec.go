@@ -58,11 +58,6 @@ func (s *Server) handleOpenAPI(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json", spec)
 }
 
-// imageRequestSchema is the JSON Schema of the Python dialect's image request
-// (components.schemas.ImageGenerateRequest of the spec, titled), which /v1/models shows as the
-// image models' "schema", as HEAD does with its pydantic model's model_json_schema().
-func imageRequestSchema() (json.RawMessage, error) { return imageRequestSchemaFor("") }
-
 // imageRequestSchemas caches imageRequestSchemaFor by runner.
 var imageRequestSchemas sync.Map
 
