@@ -63,6 +63,14 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 WORKDIR /src/deploy/healthcheck
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-healthcheck .
+# The native image codecs the server loads at run time (media/turbojpeg, media/webp): Debian's
+# libturbojpeg0 and libwebp7, copied into the distroless image below (without them the server
+# runs its pure-Go codecs and says so at start-up and in /tt-liveness).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libturbojpeg0 libwebp7 \
+    && mkdir -p /out/codecs \
+    && cp -a /usr/lib/*-linux-gnu/libturbojpeg.so.0* /usr/lib/*-linux-gnu/libwebp.so.7* /out/codecs/ \
+    && rm -rf /var/lib/apt/lists/*
 
 # ---------------------------------------------------------------------------------------------
 # Hardware build: cgo + `-tags ttnn` against the tt-mlir runtime in the base image.
@@ -115,8 +123,11 @@ ENV TT_MLIR_HOME=${TT_MLIR_HOME} \
     PYTHON_RUNNER_PATH=${PYTHON_RUNNER_PATH}
 # ffmpeg decodes M4A/MP4 (AAC) and non-Opus WebM uploads (media/audio); every other audio
 # format decodes in Go. Without it those uploads get 415 naming ffmpeg.
+# libturbojpeg and libwebp7 are the native image codecs the server loads at run time (JPEG
+# decode/encode as Pillow, WebP output); Ubuntu names the TurboJPEG package libturbojpeg.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ffmpeg \
+    && apt-get install -y --no-install-recommends ffmpeg libwebp7 \
+    && (apt-get install -y --no-install-recommends libturbojpeg0 || apt-get install -y --no-install-recommends libturbojpeg) \
     && rm -rf /var/lib/apt/lists/*
 RUN useradd --uid "${APP_UID}" --create-home --shell /usr/sbin/nologin tt-media \
     && mkdir -p /app \
@@ -140,8 +151,11 @@ LABEL org.opencontainers.image.title="tt-media-server (sim)" \
       org.opencontainers.image.description="Go media inference server, mock-device mode: simulated devices, no Tenstorrent hardware" \
       org.opencontainers.image.source="https://github.com/tenstorrent/tt-media-server-go"
 ENV SERVICE_HOST=0.0.0.0 \
-    SERVICE_PORT=8000
+    SERVICE_PORT=8000 \
+    LD_LIBRARY_PATH=/usr/lib/tt-codecs
 COPY --from=build-sim /out/tt-media-server /out/tt-healthcheck /usr/local/bin/
+# libjpeg-turbo (TurboJPEG) and libwebp, dlopen'd by the server (NATIVE_CODECS=auto).
+COPY --from=build-sim /out/codecs/ /usr/lib/tt-codecs/
 WORKDIR /app
 # distroless "nonroot": uid/gid 65532.
 USER 65532:65532

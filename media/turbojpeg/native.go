@@ -18,6 +18,8 @@ static int (*tt_tjDecompressHeader3)(tt_tjhandle, const unsigned char *, unsigne
 static int (*tt_tjDecompress2)(tt_tjhandle, const unsigned char *, unsigned long, unsigned char *, int, int, int, int, int);
 static int (*tt_tjCompress2)(tt_tjhandle, const unsigned char *, int, int, int, int, unsigned char **, unsigned long *, int, int, int);
 static void (*tt_tjFree)(unsigned char *);
+static unsigned char *(*tt_tjAlloc)(int);
+static unsigned long (*tt_tjBufSize)(int, int, int);
 static char *(*tt_tjGetErrorStr2)(tt_tjhandle);
 static int (*tt_tjGetErrorCode)(tt_tjhandle);
 
@@ -35,6 +37,8 @@ static const char *tt_tj_load(const char *name) {
 	TT_SYM(tt_tjDecompress2, "tjDecompress2")
 	TT_SYM(tt_tjCompress2, "tjCompress2")
 	TT_SYM(tt_tjFree, "tjFree")
+	TT_SYM(tt_tjAlloc, "tjAlloc")
+	TT_SYM(tt_tjBufSize, "tjBufSize")
 	TT_SYM(tt_tjGetErrorStr2, "tjGetErrorStr2")
 	TT_SYM(tt_tjGetErrorCode, "tjGetErrorCode")
 #undef TT_SYM
@@ -53,11 +57,20 @@ static int tt_header(tt_tjhandle h, const unsigned char *buf, unsigned long n, i
 static int tt_decompress(tt_tjhandle h, const unsigned char *buf, unsigned long n, unsigned char *dst, int w, int pitch, int ht, int pf, int flags) {
 	return tt_tjDecompress2(h, buf, n, dst, w, pitch, ht, pf, flags);
 }
-// tt_compress compresses into a buffer TurboJPEG allocates; the caller copies it out and
-// calls tt_free.
-static int tt_compress(tt_tjhandle h, const unsigned char *src, int w, int pitch, int ht, int pf, unsigned char **out, unsigned long *n, int ss, int q, int flags) {
-	*out = NULL; *n = 0;
-	return tt_tjCompress2(h, src, w, pitch, ht, pf, out, n, ss, q, flags);
+// tt_compress compresses into *out, a buffer of *cap bytes kept with the compressor and grown
+// to tjBufSize's worst case when too small (so TurboJPEG never reallocates: no fresh pages to
+// fault in per image); *n is the JPEG's length.
+static int tt_compress(tt_tjhandle h, const unsigned char *src, int w, int pitch, int ht, int pf, unsigned char **out, unsigned long *cap, unsigned long *n, int ss, int q, int flags) {
+	unsigned long need = tt_tjBufSize(w, ht, ss);
+	if (need == (unsigned long)-1 || need > 0x7fffffffUL) return -2;
+	if (*out == NULL || *cap < need) {
+		if (*out != NULL) tt_tjFree(*out);
+		*out = tt_tjAlloc((int)need);
+		*cap = *out ? need : 0;
+		if (*out == NULL) return -2;
+	}
+	*n = *cap;
+	return tt_tjCompress2(h, src, w, pitch, ht, pf, out, n, ss, q, flags | 1024); // TJFLAG_NOREALLOC
 }
 static void tt_free(unsigned char *p) { tt_tjFree(p); }
 */
@@ -101,21 +114,47 @@ func nativeLoad(name string) error {
 // at most cap(...) idle ones are kept, the rest destroyed.
 var (
 	decompressors = make(chan C.tt_tjhandle, 2*runtime.GOMAXPROCS(0))
-	compressors   = make(chan C.tt_tjhandle, 2*runtime.GOMAXPROCS(0))
+	compressors   = make(chan *compressor, 2*runtime.GOMAXPROCS(0))
 )
 
-func getHandle(pool chan C.tt_tjhandle, compress bool) (C.tt_tjhandle, error) {
+// compressor is a TurboJPEG compressor with its output buffer (C memory, reused).
+type compressor struct {
+	h   C.tt_tjhandle
+	buf *C.uchar
+	cap C.ulong
+}
+
+func getCompressor() (*compressor, error) {
+	select {
+	case c := <-compressors:
+		return c, nil
+	default:
+	}
+	h := C.tt_init_compress()
+	if h == nil {
+		return nil, errors.New("libturbojpeg: cannot create an instance")
+	}
+	return &compressor{h: h}, nil
+}
+
+func putCompressor(c *compressor) {
+	select {
+	case compressors <- c:
+	default:
+		C.tt_destroy(c.h)
+		if c.buf != nil {
+			C.tt_free(c.buf)
+		}
+	}
+}
+
+func getHandle(pool chan C.tt_tjhandle) (C.tt_tjhandle, error) {
 	select {
 	case h := <-pool:
 		return h, nil
 	default:
 	}
-	var h C.tt_tjhandle
-	if compress {
-		h = C.tt_init_compress()
-	} else {
-		h = C.tt_init_decompress()
-	}
+	h := C.tt_init_decompress()
 	if h == nil {
 		return nil, errors.New("libturbojpeg: cannot create an instance")
 	}
@@ -136,7 +175,7 @@ func nativeHeader(data []byte) (Header, error) {
 	if len(data) == 0 {
 		return Header{}, fmt.Errorf("%w: empty data", ErrInvalid)
 	}
-	h, err := getHandle(decompressors, false)
+	h, err := getHandle(decompressors)
 	if err != nil {
 		return Header{}, err
 	}
@@ -154,7 +193,7 @@ func nativeHeader(data []byte) (Header, error) {
 // nativeDecode decodes at scale 1/denom (TurboJPEG's TJSCALED rounding up).
 func nativeDecode(data []byte, hd Header, denom int, rgb bool) (image.Image, error) {
 	w, ht := (hd.Width+denom-1)/denom, (hd.Height+denom-1)/denom
-	h, err := getHandle(decompressors, false)
+	h, err := getHandle(decompressors)
 	if err != nil {
 		return nil, err
 	}
@@ -201,21 +240,20 @@ func nativeEncode(img image.Image, quality int) ([]byte, error) {
 		draw.Draw(c, c.Rect, img, b.Min, draw.Src)
 		pix, stride, pf, ss = c.Pix, c.Stride, tjpfRGBA, tjsamp420
 	}
-	h, err := getHandle(compressors, true)
+	c, err := getCompressor()
 	if err != nil {
 		return nil, err
 	}
-	defer putHandle(compressors, h)
-	var out *C.uchar
+	defer putCompressor(c)
 	var n C.ulong
-	rc := C.tt_compress(h, bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), &out, &n, C.int(ss), C.int(quality), tjflagAccurateDCT)
-	if out != nil {
-		defer C.tt_free(out)
+	rc := C.tt_compress(c.h, bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), &c.buf, &c.cap, &n, C.int(ss), C.int(quality), tjflagAccurateDCT)
+	if rc == -2 {
+		return nil, fmt.Errorf("encode jpeg: no buffer for a %dx%d image", w, ht)
 	}
 	if rc != 0 {
-		return nil, fmt.Errorf("encode jpeg: %s", C.GoString(C.tt_error(h)))
+		return nil, fmt.Errorf("encode jpeg: %s", C.GoString(C.tt_error(c.h)))
 	}
-	return C.GoBytes(unsafe.Pointer(out), C.int(n)), nil
+	return C.GoBytes(unsafe.Pointer(c.buf), C.int(n)), nil
 }
 
 // opaque reports whether every pixel of m has alpha 255.
