@@ -81,6 +81,12 @@ echo "== check-metal: go vet -tags ttnn ./..."
 nice -n 10 go vet -tags ttnn ./...
 echo "== check-metal: go build -tags ttnn ./..."
 nice -n 10 go build -tags ttnn ./...
+if [ -x scripts/install-golangci-lint.sh ]; then
+	# The untagged lint in .ci/run does not see the files behind the tag.
+	echo "== check-metal: golangci-lint --build-tags ttnn (the tagged packages)"
+	nice -n 10 "$(scripts/install-golangci-lint.sh)" run --allow-parallel-runners --build-tags ttnn \
+		./ttnn/... ./runners/programs/... ./runners/resnet/... ./tests/
+fi
 echo "== check-metal: go test -tags ttnn $pkgs (metal over the fake runtime)"
 if [ -f .ci/testsummary.go ]; then
 	# go test's closing lines and every skip; a skip .ci/allowed-skips.txt does not allow fails.
