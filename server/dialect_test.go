@@ -266,3 +266,23 @@ func TestModelsServedNameAndSchema(t *testing.T) {
 	h.ServeHTTP(w, req)
 	require.NotContains(t, w.Body.String(), `"schema"`)
 }
+
+// TestDialectRoutes401BothEnvelopes: before the body is read the dialect is unknown, so a 401
+// on a two-dialect route carries HEAD's detail and OpenAI's error.
+func TestDialectRoutes401BothEnvelopes(t *testing.T) {
+	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
+	req := httptest.NewRequest("POST", "/v1/images/generations", bytes.NewReader([]byte(`{"prompt":"a"}`)))
+	req.Header.Set("Authorization", "Bearer wrong")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.Equal(t, 401, w.Code)
+	require.Equal(t, "both-error", shapeOf(t, w.Body.Bytes()))
+	require.Contains(t, w.Body.String(), `"detail":"Invalid or missing API Key"`)
+	require.Contains(t, w.Body.String(), `"code":"invalid_api_key"`)
+	// /v1/models stays OpenAI's.
+	req = httptest.NewRequest("GET", "/v1/models", nil)
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.Equal(t, 401, w.Code)
+	require.Equal(t, "openai-error", shapeOf(t, w.Body.Bytes()))
+}

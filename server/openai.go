@@ -194,6 +194,17 @@ func (s *Server) openaiAuth() gin.HandlerFunc {
 			if errors.Is(err, errNoCredentials) {
 				msg = "You didn't provide an API key. Send it as Authorization: Bearer <key>."
 			}
+			if strings.HasPrefix(c.Request.URL.Path, "/v1/images/") || strings.HasPrefix(c.Request.URL.Path, "/v1/audio/") {
+				// A two-dialect route: the dialect is not known before the body is read, so the
+				// answer carries both envelopes, HEAD's {"detail"} beside OpenAI's {"error"}.
+				c.Error(err) //nolint:errcheck // recorded for the access log
+				c.AbortWithStatusJSON(http.StatusUnauthorized, struct {
+					Detail string            `json:"detail"`
+					Error  openAIErrorObject `json:"error"`
+				}{"Invalid or missing API Key", openAIErrorObject{Message: msg, Type: "invalid_request_error",
+					Code: optString("invalid_api_key")}})
+				return
+			}
 			s.failOpenAI(c, &openAIError{status: http.StatusUnauthorized, msg: msg, code: "invalid_api_key"})
 			return
 		}
