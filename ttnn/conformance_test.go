@@ -173,6 +173,36 @@ var conformance = []confCase{
 		require.ErrorIs(t, err, ttnn.ErrInvalidArgument)
 		require.ErrorContains(t, err, "5 are visible")
 	}},
+	{name: "open/device ids must match the mesh and be visible", run: func(t *testing.T, e *confEnv) {
+		for _, tc := range []struct {
+			opts ttnn.Options
+			msg  string
+		}{
+			{ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 2}, DeviceIDs: []int{0}}, "1 device ids given for a 1x2 mesh"},
+			{ttnn.Options{Mesh: one, DeviceIDs: []int{7}}, "device id 7 is not visible"},
+		} {
+			_, err := ttnn.Open(ctx, tc.opts)
+			require.ErrorIs(t, err, ttnn.ErrInvalidArgument)
+			require.ErrorContains(t, err, tc.msg)
+		}
+	}},
+	{name: "open/L1 small size and trace region must fit the chip", run: func(t *testing.T, e *confEnv) {
+		_, err := ttnn.Open(ctx, ttnn.Options{L1SmallSize: 2 << 20})
+		require.ErrorIs(t, err, ttnn.ErrInvalidArgument)
+		require.ErrorContains(t, err, "exceeds L1 per core")
+		_, err = ttnn.Open(ctx, ttnn.Options{TraceRegionSize: 13 << 30})
+		require.ErrorIs(t, err, ttnn.ErrOutOfMemory)
+	}, differs: map[string]confDiff{"metal": {
+		why: "the chip's L1 and DRAM sizes are known only to the runtime, which refuses the open (TTB_INTERNAL with its message)",
+		check: func(t *testing.T, e *confEnv) {
+			_, err := ttnn.Open(ctx, ttnn.Options{L1SmallSize: 2 << 20})
+			require.ErrorIs(t, err, ttnn.ErrInternal)
+			require.ErrorContains(t, err, "l1_small_size")
+			_, err = ttnn.Open(ctx, ttnn.Options{TraceRegionSize: 13 << 30})
+			require.ErrorIs(t, err, ttnn.ErrInternal)
+			require.ErrorContains(t, err, "trace_region_size")
+			e.open(t, ttnn.Options{Mesh: one}) // nothing was left open
+		}}}},
 	{name: "open/three command queues", run: func(t *testing.T, e *confEnv) {
 		_, err := ttnn.Open(ctx, ttnn.Options{CommandQueues: 3})
 		require.ErrorIs(t, err, ttnn.ErrInvalidArgument)

@@ -264,6 +264,17 @@ ttb_status m_device_open(const ttb_device_options *o, ttb_device **out) {
     if (need > visible)
       return ttb_fail(TTB_INVALID_ARGUMENT, "mesh %ux%u needs %llu chips but only %u are visible", o->mesh_rows,
                       o->mesh_cols, (unsigned long long)need, visible);
+    if (o->num_device_ids != 0) {
+      if (need == 0 || o->num_device_ids != need)
+        return ttb_fail(TTB_INVALID_ARGUMENT, "%u device ids given for a %ux%u mesh", o->num_device_ids, o->mesh_rows,
+                        o->mesh_cols);
+      std::set<int32_t> seen;
+      for (uint32_t i = 0; i < o->num_device_ids; i++) {
+        int32_t id = o->device_ids[i];
+        if (id < 0 || (uint32_t)id >= visible) return ttb_fail(TTB_INVALID_ARGUMENT, "device id %d is not visible", id);
+        if (!seen.insert(id).second) return ttb_fail(TTB_INVALID_ARGUMENT, "device id %d given twice", id);
+      }
+    }
     rt::MeshDeviceOptions mo;
     if (o->mesh_rows != 0) mo.meshShape = std::vector<uint32_t>{o->mesh_rows, o->mesh_cols};
     for (uint32_t i = 0; i < o->num_device_ids; i++) mo.deviceIds.push_back(o->device_ids[i]);
