@@ -271,7 +271,7 @@ func TestModelsServedNameAndSchema(t *testing.T) {
 // on a two-dialect route carries HEAD's detail and OpenAI's error.
 func TestDialectRoutes401BothEnvelopes(t *testing.T) {
 	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
-	req := httptest.NewRequest("POST", "/v1/images/generations", bytes.NewReader([]byte(`{"prompt":"a"}`)))
+	req := httptest.NewRequest(http.MethodPost, "/v1/images/generations", bytes.NewReader([]byte(`{"prompt":"a"}`)))
 	req.Header.Set("Authorization", "Bearer wrong")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
@@ -280,7 +280,7 @@ func TestDialectRoutes401BothEnvelopes(t *testing.T) {
 	require.Contains(t, w.Body.String(), `"detail":"Invalid or missing API Key"`)
 	require.Contains(t, w.Body.String(), `"code":"invalid_api_key"`)
 	// /v1/models stays OpenAI's.
-	req = httptest.NewRequest("GET", "/v1/models", nil)
+	req = httptest.NewRequest(http.MethodGet, "/v1/models", nil)
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	require.Equal(t, 401, w.Code)
