@@ -231,7 +231,7 @@ func TestPythonWorkerThroughTheRunner(t *testing.T) {
 		start := time.Now()
 		out := r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 50, GuidanceScale: 5}}})
 		require.ErrorIs(t, out[0].Err, context.Canceled)
-		require.Less(t, time.Since(start), 2*time.Second, "not the job's 10 s")
+		require.Less(t, time.Since(start), 5*time.Second, "not the job's 10 s")
 	})
 	t.Run("probe runs the runner's health_check", func(t *testing.T) {
 		t.Parallel()
