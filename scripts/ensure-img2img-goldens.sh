@@ -9,14 +9,22 @@
 #   scripts/ensure-img2img-goldens.sh [--force]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${TT_GOLDEN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tt-media-server-go/goldens}/img2img
+# The same place internal/shareddata.GeneratedRoot reads (TT_GOLDEN_DIR, else ~/.cache/...).
+OUT=${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/img2img
+# Goldens laid in ../shared/testdata/img2img (by whoever can run the generator with a diffusers
+# checkout) are used as they are: internal/shareddata.Generated looks there first.
+SHARED=$ROOT/../shared/testdata/img2img
+if [ "${1:-}" != --force ] && [ -f "$SHARED/README.md" ] && [ -f "$SHARED/vae_sample.json" ]; then
+	echo "img2img goldens: present in $SHARED"
+	exit 0
+fi
 
 if [ "${1:-}" != --force ] && [ -f "$OUT/README.md" ] && [ -f "$OUT/vae_sample.json" ]; then
 	echo "img2img goldens: present in $OUT"
 	exit 0
 fi
 if [ -z "${DIFFUSERS_SRC:-}" ]; then
-	echo "ensure-img2img-goldens: $OUT is absent and DIFFUSERS_SRC is not set (a huggingface/diffusers checkout or bare git directory)" >&2
+	echo "ensure-img2img-goldens: $OUT and $SHARED are absent and DIFFUSERS_SRC is not set (a huggingface/diffusers checkout or bare git directory; or lay the generator's output in ../shared/testdata/img2img)" >&2
 	exit 1
 fi
 "$ROOT/scripts/gen-img2img-goldens.sh" "$DIFFUSERS_SRC" "$OUT"
