@@ -49,6 +49,9 @@ mutant "wrong argument type (a Binary where toLayout takes a Layout)" \
 mutant "freed tensor reused (a consumed input neither refused nor forgotten)" \
 	's/ || t->consumed) return ttb_fail(TTB_INVALID_ARGUMENT, "input %u/) return ttb_fail(TTB_INVALID_ARGUMENT, "input %u/; s/^        in\[i\]->onDev.reset();//' \
 	run "is not allocated (it was deallocated)"
+mutant "wrong layout (an input laid out as the next input wants it)" \
+	's|rt::Layout l = rt::getLayout(p->bin, fn, i);|rt::Layout l = rt::getLayout(p->bin, fn, (i + 1) % n_in);|' \
+	run "the program expects Float32 tile in DRAM"
 mutant "tensor on the wrong submesh (laid out on the open parent mesh)" \
 	's|rt::toLayout(t->host, \*d->dev, l, /\*retain=\*/true)|rt::toLayout(t->host, *g_open->dev, l, /*retain=*/true)|' \
 	run "the program runs on submesh"

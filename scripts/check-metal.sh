@@ -16,8 +16,9 @@
 #   6. the server binary built with -tags ttnn runs tests/metal_test.go: a resnet50.ttnn that
 #      differs from its declaration fails the worker at once with one line; the declared one
 #      warms up and serves /cnn/search-image;
-#   7. scripts/check-metal-mutants.sh: three deliberate mistakes in patched copies of
-#      ttb_metal.cc (wrong argument type, a freed tensor reused, a tensor on the wrong submesh)
+#   7. scripts/check-metal-mutants.sh: four deliberate mistakes in patched copies of
+#      ttb_metal.cc (wrong argument type, a freed tensor reused, a wrong layout, a tensor on the
+#      wrong submesh)
 #      must be caught by the compiler or by the fake.
 #
 # Without ../shared/tt-mlir-sdk it says so and exits 0 — except under CI=true, where a missing
