@@ -18,6 +18,10 @@ type headEnv struct {
 	AudioLanguage   string     `envconfig:"AUDIO_LANGUAGE" default:"English"`
 	AudioTask       string     `envconfig:"AUDIO_TASK" default:"transcribe"`
 	SDXLResolution  string     `envconfig:"SDXL_IMAGE_RESOLUTION" default:"(1024, 1024)"`
+	// HEAD's spellings of settings the seed did not have.
+	MaxBatchDelayTimeMS optInt  `envconfig:"MAX_BATCH_DELAY_TIME_MS"`
+	EnableTelemetry     envBool `envconfig:"ENABLE_TELEMETRY" default:"true"`
+	PrometheusEndpoint  string  `envconfig:"PROMETHEUS_ENDPOINT" default:"/metrics"`
 
 	CanaryEnabled          envBool    `envconfig:"CANARY_ENABLED" default:"true"`
 	CanaryGateReadiness    envBool    `envconfig:"CANARY_GATE_READINESS" default:"false"`
@@ -82,6 +86,22 @@ func loadHead(s *Settings, lookup func(string) (string, bool)) error {
 		return invalid("SDXL_IMAGE_RESOLUTION", h.SDXLResolution, "accepted: (1024, 1024) or (512, 512) (also 1024, 512, 512x512)")
 	}
 	s.SDXLResolution, _ = strconv.Atoi(m[1])
+	if h.MaxBatchDelayTimeMS.set { // HEAD's name of MAX_BATCH_DELAY_MS
+		if h.MaxBatchDelayTimeMS.v < 0 {
+			return invalid("MAX_BATCH_DELAY_TIME_MS", itoa(h.MaxBatchDelayTimeMS.v), "must be >= 0")
+		}
+		s.MaxBatchDelay = time.Duration(h.MaxBatchDelayTimeMS.v) * time.Millisecond
+	}
+	s.EnableTelemetry = bool(h.EnableTelemetry)
+	s.PrometheusEndpoint = strings.TrimSpace(h.PrometheusEndpoint)
+	if !strings.HasPrefix(s.PrometheusEndpoint, "/") || strings.ContainsAny(s.PrometheusEndpoint, " ?#*:") || s.PrometheusEndpoint == "/" {
+		return invalid("PROMETHEUS_ENDPOINT", h.PrometheusEndpoint, "must be a path such as /metrics")
+	}
+	for _, taken := range []string{"/v1", "/tt-", "/ui", "/image", "/audio", "/cnn", "/health", "/docs", "/openapi.json"} {
+		if strings.HasPrefix(s.PrometheusEndpoint, taken) {
+			return invalid("PROMETHEUS_ENDPOINT", h.PrometheusEndpoint, "%s... is an API route's path", taken)
+		}
+	}
 
 	c := CanarySettings{
 		Enabled: bool(h.CanaryEnabled), GateReadiness: bool(h.CanaryGateReadiness),
@@ -118,6 +138,9 @@ func (s *Settings) headRedacted(m map[string]any) {
 	m["REQUEST_PROCESSING_TIMEOUT_SECONDS"] = s.InferenceTimeout.Seconds()
 	m["AUDIO_LANGUAGE"] = s.AudioLanguage
 	m["AUDIO_TASK"] = s.AudioTask
+	m["MAX_BATCH_DELAY_TIME_MS"] = s.MaxBatchDelay.Milliseconds()
+	m["ENABLE_TELEMETRY"] = s.EnableTelemetry
+	m["PROMETHEUS_ENDPOINT"] = s.PrometheusEndpoint
 	m["SDXL_IMAGE_RESOLUTION"] = "(" + itoa(s.SDXLResolution) + ", " + itoa(s.SDXLResolution) + ")"
 	c := s.Canary
 	m["CANARY_ENABLED"] = c.Enabled
@@ -130,4 +153,19 @@ func (s *Settings) headRedacted(m map[string]any) {
 	m["CANARY_DEEP_PROBE_ENABLED"] = c.DeepProbeEnabled
 	m["CANARY_DEEP_EVERY_N"] = c.DeepEveryN
 	m["CANARY_DEEP_PROBE_TIMEOUT_SECONDS"] = c.DeepProbeTimeout.Seconds()
+}
+
+// optInt is an integer that remembers whether it was set.
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (o *optInt) Decode(s string) error {
+	var n envInt
+	if err := n.Decode(s); err != nil {
+		return err
+	}
+	o.v, o.set = int(n), true
+	return nil
 }

@@ -109,13 +109,15 @@ type Settings struct {
 	CNNFastPreprocess bool
 
 	// HEAD's settings (config/head.go): the Python server's after the seed.
-	NoAuth            bool           // NO_AUTH: no credential is needed on the API routes
-	ServedModelName   string         // SERVED_MODEL_NAME: the model id /v1/models lists first
-	RequestTimeoutSet bool           // REQUEST_PROCESSING_TIMEOUT_SECONDS was set (it then is InferenceTimeout)
-	AudioLanguage     string         // AUDIO_LANGUAGE, default "English": the Python dialect's transcription language
-	AudioTask         string         // AUDIO_TASK: transcribe (default) or translate; the legacy audio route's task and path
-	SDXLResolution    int            // SDXL_IMAGE_RESOLUTION: 1024 (default) or 512, square
-	Canary            CanarySettings // CANARY_*: the canary health monitor
+	NoAuth             bool           // NO_AUTH: no credential is needed on the API routes
+	ServedModelName    string         // SERVED_MODEL_NAME: the model id /v1/models lists first
+	RequestTimeoutSet  bool           // REQUEST_PROCESSING_TIMEOUT_SECONDS was set (it then is InferenceTimeout)
+	AudioLanguage      string         // AUDIO_LANGUAGE, default "English": the Python dialect's transcription language
+	AudioTask          string         // AUDIO_TASK: transcribe (default) or translate; the legacy audio route's task and path
+	SDXLResolution     int            // SDXL_IMAGE_RESOLUTION: 1024 (default) or 512, square
+	Canary             CanarySettings // CANARY_*: the canary health monitor
+	EnableTelemetry    bool           // ENABLE_TELEMETRY, default true: false unmounts the metrics route
+	PrometheusEndpoint string         // PROMETHEUS_ENDPOINT, default "/metrics": the metrics route's path
 
 	// Audio.
 	MaxAudioDuration                  float64 // MAX_AUDIO_DURATION_SECONDS (60)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -42,5 +43,26 @@ func TestLivenessCanary(t *testing.T) {
 			require.JSONEq(t, `{"detail":"Canary monitor: model not serving"}`, hw.Body.String())
 			require.Equal(t, "Canary monitor: model not serving", m["detail"])
 		}
+	}
+}
+
+// TestTelemetrySettings: HEAD's ENABLE_TELEMETRY=false unmounts the metrics route,
+// PROMETHEUS_ENDPOINT moves it.
+func TestTelemetrySettings(t *testing.T) {
+	tests := []struct {
+		enable         bool
+		path           string
+		metrics, moved int
+	}{
+		{true, "/metrics", 200, 404},
+		{true, "/prom", 404, 200},
+		{false, "/metrics", 404, 404},
+	}
+	for _, tc := range tests {
+		cfg := testSettings()
+		cfg.EnableTelemetry, cfg.PrometheusEndpoint = tc.enable, tc.path
+		h := New(Deps{Settings: cfg, Service: runners.ServiceImage, Sched: &fakeSched{ready: true}, Metrics: metrics.New()}).Handler()
+		require.Equal(t, tc.metrics, do(h, "GET", "/metrics", "", "", nil).Code, "%+v", tc)
+		require.Equal(t, tc.moved, do(h, "GET", "/prom", "", "", nil).Code, "%+v", tc)
 	}
 }

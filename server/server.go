@@ -236,12 +236,16 @@ func (s *Server) routes() *gin.Engine {
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).
 	s.openaiRoutes(r.Group("/v1"))
-	if s.metrics != nil {
+	if s.metrics != nil && (s.cfg.EnableTelemetry || s.cfg.PrometheusEndpoint == "") { // hand-built settings: on
 		h := gin.WrapH(s.metrics.Handler())
+		path := s.cfg.PrometheusEndpoint // PROMETHEUS_ENDPOINT (HEAD), default /metrics
+		if path == "" {
+			path = "/metrics"
+		}
 		if s.cfg.MetricsAuth {
-			r.GET("/metrics", authed, h)
+			r.GET(path, authed, h)
 		} else {
-			r.GET("/metrics", h)
+			r.GET(path, h)
 		}
 	}
 	r.GET("/tt-liveness", s.handleLiveness)
