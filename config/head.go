@@ -57,12 +57,24 @@ var audioTasks = []string{"transcribe", "translate"}
 // reads it from the environment ("(512, 512)", "[512, 512]").
 var resolutionRe = regexp.MustCompile(`^\s*[\[(]?\s*(\d+)\s*(?:[,x×]\s*(\d+)\s*)?[\])]?\s*$`)
 
+// headNoEffect are HEAD settings of its Python process model that have no counterpart here
+// (one Go process, one queue per model, runners built per worker). When set they are named in a
+// start-up warning instead of being ignored silently.
+var headNoEffect = []string{"NEW_RUNNER_DELAY_SECONDS", "QUEUE_FOR_MULTIPROCESSING", "USE_DYNAMIC_BATCHER",
+	"USE_QUEUE_PER_WORKER", "AUDIO_CHUNK_DURATION_SECONDS", "WEIGHTS_DISTRIBUTION_TIMEOUT_SECONDS",
+	"USE_GREEDY_BASED_ALLOCATION", "DOWNLOAD_WEIGHTS_FROM_SERVICE", "ENABLE_METRICS"}
+
 // loadHead reads HEAD's settings into s. REQUEST_PROCESSING_TIMEOUT_SECONDS, when set,
 // replaces DEFAULT_INFERENCE_TIMEOUT_SECONDS: HEAD renamed the request deadline.
 func loadHead(s *Settings, lookup func(string) (string, bool)) error {
 	var h headEnv
 	if err := processVars(lookup, &h); err != nil {
 		return err
+	}
+	for _, key := range headNoEffect {
+		if _, ok := lookup(key); ok {
+			s.HeadNoEffect = append(s.HeadNoEffect, key)
+		}
 	}
 	s.NoAuth = bool(h.NoAuth)
 	s.ServedModelName = strings.TrimSpace(h.ServedModelName)

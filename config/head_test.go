@@ -14,6 +14,7 @@ func TestHeadSettings(t *testing.T) {
 	require.Equal(t, "transcribe", s.AudioTask)
 	require.Equal(t, 1024, s.SDXLResolution)
 	require.True(t, s.EnableTelemetry)
+	require.Empty(t, s.HeadNoEffect)
 	require.Equal(t, "/metrics", s.PrometheusEndpoint)
 	require.Equal(t, 90*time.Second, s.InferenceTimeout, "the seed's DEFAULT_INFERENCE_TIMEOUT_SECONDS when REQUEST_PROCESSING_TIMEOUT_SECONDS is unset")
 	require.Equal(t, CanarySettings{Enabled: true, Wait: 5 * time.Second, ProbeTimeout: 3 * time.Second, Tick: time.Second,
@@ -43,6 +44,9 @@ func TestHeadSettings(t *testing.T) {
 			require.Equal(t, 25*time.Millisecond, s.MaxBatchDelay, "HEAD's name of MAX_BATCH_DELAY_MS")
 			require.False(t, s.EnableTelemetry)
 			require.Equal(t, "/prom", s.PrometheusEndpoint)
+		}},
+		{env{"USE_DYNAMIC_BATCHER": "true", "NEW_RUNNER_DELAY_SECONDS": "2"}, func(t *testing.T, s *Settings) {
+			require.ElementsMatch(t, []string{"USE_DYNAMIC_BATCHER", "NEW_RUNNER_DELAY_SECONDS"}, s.HeadNoEffect)
 		}},
 		{env{"CANARY_ENABLED": "false", "CANARY_GATE_READINESS": "true", "CANARY_DEAD_MISSES": "5", "CANARY_TICK_SECONDS": "0.1"}, func(t *testing.T, s *Settings) {
 			require.False(t, s.Canary.Enabled)

@@ -116,6 +116,7 @@ type Settings struct {
 	AudioTask          string         // AUDIO_TASK: transcribe (default) or translate; the legacy audio route's task and path
 	SDXLResolution     int            // SDXL_IMAGE_RESOLUTION: 1024 (default) or 512, square
 	Canary             CanarySettings // CANARY_*: the canary health monitor
+	HeadNoEffect       []string       // HEAD settings that were set but mean nothing here (logged at start-up)
 	EnableTelemetry    bool           // ENABLE_TELEMETRY, default true: false unmounts the metrics route
 	PrometheusEndpoint string         // PROMETHEUS_ENDPOINT, default "/metrics": the metrics route's path
 

@@ -80,6 +80,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			"mock_devices", settings.MockDevicesCount, "worker_groups", len(settings.DeviceGroups))
 	}
 	log.Info("starting tt-media-server", "settings", settings.Redacted())
+	if len(settings.HeadNoEffect) > 0 {
+		log.Warn("settings of the Python server's process model have no effect here", "settings", settings.HeadNoEffect)
+	}
 	// Said once: which codec serves JPEG and WebP (libjpeg-turbo / libwebp loaded at run time,
 	// or the pure-Go twins), also in /tt-liveness's image_codecs.
 	log.Info("image codecs", "codecs", imaging.UseNativeCodecs(settings.NativeCodecs))
