@@ -275,7 +275,8 @@ if [[ " $PARTS " == *" p3 "* ]]; then
 	echo "| POST /image/generations (solid 1024² JPEG q85), c=8 | ${R[py_img]} | ${R[go_img]} | $(ratio "${R[go_img]}" "${R[py_img]}")x |"
 	echo "| POST /cnn/search-image (500x375 JPEG), c=8 | ${R[py_cnn]} | ${R[go_cnn]} | $(ratio "${R[go_cnn]}" "${R[py_cnn]}")x |"
 	echo "| POST /cnn/search-image (224x224 JPEG), c=8 | ${R[py_cnn224]} | ${R[go_cnn224]} | $(ratio "${R[go_cnn224]}" "${R[py_cnn224]}")x |"
-	echo "(The Python mock runner answers the CNN route with a constant and never decodes the image; ours decodes,"
-	echo "preprocesses and classifies it exactly: unequal work on that row.)"
 	echo "| GET /tt-liveness, c=16 | ${R[py_live]} | ${R[go_live]} | $(ratio "${R[go_live]}" "${R[py_live]}")x |"
+	echo
+	echo "(The Python mock runner answers the CNN route with a constant and never decodes the image; ours decodes,"
+	echo "preprocesses and classifies it exactly: unequal work on the CNN rows.)"
 fi
