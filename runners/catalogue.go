@@ -36,6 +36,9 @@ type Model struct {
 	Device Device
 	// Sim is how the simulated device keeps the model's time.
 	Sim Simulation
+	// Guidance is an image model's default guidance_scale: what a request that does not set
+	// one gets (0 for models without guidance; see DefaultGuidance).
+	Guidance float64
 	// Programs is the model's device-program contract: the programs it loads, by name
 	// (ttnn/programs/<name>.ttbsim on the simulator). Their tensor signatures, which both
 	// backends check a loaded program against, belong here too.
@@ -103,15 +106,15 @@ var (
 var catalogue = []Model{
 	{Name: RunnerSDXL, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-lora-fuse"}}},
+		Sim:    imageSim, Guidance: sdxlGuidance, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-lora-fuse"}}},
 	{Name: RunnerSDXLImg2Img, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
+		Sim:    imageSim, Guidance: sdxlGuidance, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
 	{Name: RunnerSDXLEdit, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Programs: []Program{{Name: "sdxl-inpaint-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
+		Sim:    imageSim, Guidance: sdxlGuidance, Programs: []Program{{Name: "sdxl-inpaint-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
 	{Name: RunnerSD35, Service: ServiceImage,
-		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true}, Guidance: sd35Guidance,
 		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,
 			PipelineUnitSeconds: sd35DenoiserStep}},
 	{Name: RunnerWhisper, Service: ServiceAudio,
@@ -123,6 +126,22 @@ var catalogue = []Model{
 	cnnModel(RunnerVoVNet),
 	cnnModel(RunnerMobileNetV2),
 	cnnModel(RunnerYOLOv4),
+}
+
+// Default guidance scales: HEAD's ImageGenerateRequest default (5.0, SDXL's), and the TT
+// SD3.5 pipeline's 3.5 (HEAD's SD3.5 runner always uses it).
+const (
+	sdxlGuidance = 5.0
+	sd35Guidance = 3.5
+)
+
+// DefaultGuidance is the guidance_scale an image request without one gets on runner: the
+// model's Guidance; HEAD's 5.0 for a runner the catalogue does not know ("mock" runs SDXL).
+func DefaultGuidance(runner string) float64 {
+	if m, ok := Lookup(runner, nil); ok && m.Guidance > 0 {
+		return m.Guidance
+	}
+	return sdxlGuidance
 }
 
 // serviceDefault is the model MODEL_RUNNER=mock runs for each service.

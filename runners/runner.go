@@ -151,6 +151,9 @@ type ImageRequest struct {
 	NegativePrompt2   string
 	NumInferenceSteps int
 	Seed              *int64
+	// GuidanceScale is the classifier-free guidance scale (> 1 guides). The server fills the
+	// model's DefaultGuidance when the client sent none; the runners read 0 (a caller that did
+	// not set it) as that default too (Guidance).
 	GuidanceScale     float64
 	GuidanceRescale   float64
 	CropCoordsTopLeft [2]float64
@@ -175,6 +178,15 @@ type ImageRequest struct {
 	// LoRAScale (0-2).
 	LoRAPath  string
 	LoRAScale float64
+}
+
+// Guidance is the request's guidance scale on runner: GuidanceScale, or the model's
+// DefaultGuidance when it is 0 (not set).
+func (r *ImageRequest) Guidance(runner string) float64 {
+	if r.GuidanceScale == 0 {
+		return DefaultGuidance(runner)
+	}
+	return r.GuidanceScale
 }
 
 // ImagePartial is one streamed preview of an image still being denoised: a cheap

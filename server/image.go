@@ -43,9 +43,6 @@ type imageDefaults struct {
 	quality int    // IMAGE_QUALITY
 }
 
-// defaultGuidanceScale is HEAD's ImageGenerateRequest default (the seed's schema required it).
-const defaultGuidanceScale = 5.0
-
 // minStepsSchema is HEAD's schema bound of num_inference_steps (ge=4); the runner's own floor
 // (minStepsFor) is checked after it, as HEAD's field validator does.
 const minStepsSchema = 4
@@ -86,7 +83,8 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 	if d.quality >= 1 && d.quality <= 100 {
 		r.Quality = d.quality
 	}
-	r.GuidanceScale = defaultGuidanceScale
+	// HEAD's default 5.0, or the model's own (SD3.5: 3.5, what HEAD's SD3.5 runner always uses).
+	r.GuidanceScale = runners.DefaultGuidance(d.runner)
 	r.NumInferenceSteps = d.steps
 	floor := minStepsFor(d.runner)
 	if d.steps < floor || d.steps > maxSteps {
@@ -261,11 +259,33 @@ func (s *Server) handleImage(c *gin.Context) {
 		s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
 		return
 	}
+	if err := s.refuseUnusedFields(&req.ImageRequest); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if err := s.resolveLoRA(&req.ImageRequest); err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.answerPythonImages(c, req)
+}
+
+// refuseUnusedFields refuses the fields the image model has no use for, rather than accept
+// and ignore them: SD3.5's pipeline has no guidance rescale and no SDXL micro-conditioning, so
+// a guidance_rescale or crop_coords_top_left other than the default (0, [0, 0]) is a 400
+// naming it.
+func (s *Server) refuseUnusedFields(r *runners.ImageRequest) error {
+	runner := s.pool(runners.ServiceImage).Runner
+	if runner != runners.RunnerSD35 {
+		return nil
+	}
+	switch {
+	case r.GuidanceRescale != 0:
+		return httpErr(http.StatusBadRequest, "guidance_rescale: %s does not support it (SD3.5's pipeline has no guidance rescale); drop it or send 0", runner)
+	case r.CropCoordsTopLeft != [2]float64{}:
+		return httpErr(http.StatusBadRequest, "crop_coords_top_left: %s does not support it (SDXL micro-conditioning only); drop it or send [0, 0]", runner)
+	}
+	return nil
 }
 
 // answerPythonImages generates the request's images and answers HEAD's

@@ -267,7 +267,7 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 	}
 	sizes := models.imageSizes() // the model's output size (SDXL_IMAGE_RESOLUTION)
 	req := &openAIImageRequest{size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
-	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, defaultGuidanceScale, defaultStrength
+	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(runners.RunnerSDXLEdit), defaultStrength
 	var img, mask []byte
 	var gotImage, gotMask, gotPrompt bool
 	mr := multipart.NewReader(r.Body, params["boundary"])

@@ -59,7 +59,7 @@ const (
 //   - stream: true answers Server-Sent Events (see streamOpenAIImage); partial_images 0..3 is
 //     the number of previews per image a streaming request gets (ignored without stream);
 //   - extensions: negative_prompt, seed, steps or num_inference_steps (12..50, override
-//     quality), guidance_scale (1..20).
+//     quality), guidance_scale (1..20; absent: the model's default, SDXL 5.0, SD3.5 3.5).
 func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, error) {
 	b, err := parseBody(data)
 	if err != nil {
@@ -222,6 +222,9 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 		if err != nil {
 			s.failOpenAI(c, err)
 			return
+		}
+		if req.GuidanceScale == 0 { // not sent (1..20 when sent): the model's default
+			req.GuidanceScale = runners.DefaultGuidance(s.pool(runners.ServiceImage).Runner)
 		}
 		encode := req.encoder()
 		if req.stream {

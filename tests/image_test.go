@@ -235,6 +235,34 @@ func TestImageSD35(t *testing.T) {
 		again := generate(t, s, "/image/generations", body)
 		require.True(t, bytes.Equal(first[0], again[0]), "the same request gave different images")
 	})
+	t.Run("guidance_scale, prompt_2 and custom schedules are honoured", func(t *testing.T) {
+		const base = `{"prompt": "Volcano on a beach", "seed": 3, "num_inference_steps": 12, "number_of_images": 1%s}`
+		img := func(extra string) []byte {
+			imgs := generate(t, s, "/v1/images/generations", fmt.Sprintf(base, extra))
+			require.Len(t, imgs, 1)
+			return imgs[0]
+		}
+		def := img("")
+		require.Equal(t, def, img(`, "guidance_scale": 3.5`), "no guidance_scale is SD3.5's 3.5 (not HEAD's schema default 5.0)")
+		for _, extra := range []string{`, "guidance_scale": 5.0`, `, "guidance_scale": 9.0`, `, "prompt_2": "a red sky"`,
+			`, "negative_prompt_2": "blurry"`, `, "sigmas": [1.0, 0.7, 0.4, 0.1]`, `, "timesteps": [999, 700, 400, 100]`} {
+			require.Falsef(t, bytes.Equal(def, img(extra)), "%s did not change the image", extra)
+		}
+		// OpenAI's dialect: the same extension.
+		v1 := generateV1(t, s, v1ImageBody)[0]
+		require.Equal(t, v1, generateV1(t, s, strings.Replace(v1ImageBody, `"n": 1`, `"n": 1, "guidance_scale": 3.5`, 1))[0])
+		require.NotEqual(t, v1, generateV1(t, s, strings.Replace(v1ImageBody, `"n": 1`, `"n": 1, "guidance_scale": 8`, 1))[0])
+	})
+	t.Run("guidance_rescale and crop_coords_top_left are refused", func(t *testing.T) {
+		for field, extra := range map[string]string{"guidance_rescale": `"guidance_rescale": 0.7`, "crop_coords_top_left": `"crop_coords_top_left": [8, 8]`} {
+			r := s.postJSON(t, "/v1/images/generations", `{"prompt": "x", "number_of_images": 1, `+extra+`}`)
+			require.Equalf(t, http.StatusBadRequest, r.Status, "%s", r)
+			require.Contains(t, r.obj(t)["detail"], field)
+			require.Contains(t, r.obj(t)["detail"], "tt-sd3.5 does not support it")
+		}
+		// Their defaults are what SD3.5 does: accepted.
+		generate(t, s, "/v1/images/generations", `{"prompt": "x", "number_of_images": 1, "guidance_rescale": 0, "crop_coords_top_left": [0, 0]}`)
+	})
 	t.Run("liveness names the runner", func(t *testing.T) {
 		code, body := s.liveness(t)
 		require.Equal(t, http.StatusOK, code)

@@ -87,9 +87,6 @@ func (m Model) catalogued() runners.Model {
 }
 
 const (
-	// sd35Guidance is the TT SD3.5 pipeline's default guidance; the Python runner ignores the
-	// request's guidance_scale, as this one does.
-	sd35Guidance = 3.5
 	// previewScale upscales the latent preview (1/8 of the image side) to a quarter of the
 	// side, the mock runner's preview size.
 	previewScale = 2
@@ -426,21 +423,23 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 	}
 	switch {
 	case r.cfg.Model == SD35:
-		// As the Python SD3.5 runner: guidance_scale, prompt_2, timesteps and sigmas are not
-		// used (the pipeline's defaults), and a missing seed means 0.
+		// guidance_scale (the model's 3.5 when not set), prompt_2 and negative_prompt_2 (CLIP-G;
+		// T5 reads prompt), timesteps or sigmas (FlowMatch's custom schedules) are honoured,
+		// which HEAD's SD3.5 runner ignores; a missing seed means 0, as there.
 		seed := int64(0)
 		if req.Seed != nil {
 			seed = *req.Seed
 		}
-		img, err = r.sd35.Generate(ctx, pipeline.SD3Request{Prompt: req.Prompt, NegativePrompt: req.NegativePrompt,
-			Steps: steps, GuidanceScale: sd35Guidance, Seed: &seed}, hooks)
+		img, err = r.sd35.Generate(ctx, pipeline.SD3Request{Prompt: req.Prompt, Prompt2: req.Prompt2,
+			NegativePrompt: req.NegativePrompt, NegativePrompt2: req.NegativePrompt2, Steps: steps,
+			GuidanceScale: req.Guidance(r.cfg.Model.String()), Seed: &seed, Timesteps: req.Timesteps, Sigmas: req.Sigmas}, hooks)
 	case r.cfg.Model == SDXL:
 		if req.InitImage != nil || req.Mask != nil {
 			return nil, fmt.Errorf("%w: %s generates from text; image and mask need MODEL_RUNNER=%s or %s",
 				runners.ErrBadRequest, r.cfg.Model, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit)
 		}
 		pr := pipeline.RequestFrom(req)
-		pr.Steps = steps
+		pr.Steps, pr.GuidanceScale = steps, req.Guidance(r.cfg.Model.String())
 		img, err = r.sdxl.GenerateWith(ctx, pr, hooks)
 	default:
 		var in pipeline.ImageInput
@@ -448,7 +447,7 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 			return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
 		}
 		pr := pipeline.RequestFrom(req)
-		pr.Steps = steps
+		pr.Steps, pr.GuidanceScale = steps, req.Guidance(r.cfg.Model.String())
 		img, err = r.sdxl.GenerateImage(ctx, pr, in, hooks)
 	}
 	if err != nil {

@@ -213,11 +213,36 @@ func TestRunnerSD35Semantics(t *testing.T) {
 	run := func(req *runners.ImageRequest) []byte {
 		return pix(t, image0(t, r.Run(ctx, []runners.Task{{Ctx: ctx, Request: req}})[0]))
 	}
-	base := run(&runners.ImageRequest{Prompt: "the man", NumInferenceSteps: 2, GuidanceScale: 5, Seed: seed(0)})
-	require.Equal(t, base, run(&runners.ImageRequest{Prompt: "the man", NumInferenceSteps: 2, GuidanceScale: 12}),
-		"as the Python runner: a missing seed is 0 and guidance_scale is not used")
-	require.NotEqual(t, base, run(&runners.ImageRequest{Prompt: "the man", NegativePrompt: "red", NumInferenceSteps: 2, Seed: seed(0)}),
-		"the negative prompt is used")
+	req := func(change func(*runners.ImageRequest)) *runners.ImageRequest {
+		r := &runners.ImageRequest{Prompt: "the man", NumInferenceSteps: 2, Seed: seed(0)}
+		if change != nil {
+			change(r)
+		}
+		return r
+	}
+	base := run(req(nil))
+	require.Equal(t, base, run(req(func(r *runners.ImageRequest) { r.Seed = nil })), "as the Python runner: a missing seed is 0")
+	require.Equal(t, base, run(req(func(r *runners.ImageRequest) { r.GuidanceScale = 3.5 })), "no guidance_scale is SD3.5's 3.5")
+	for name, change := range map[string]func(*runners.ImageRequest){
+		"negative_prompt":        func(r *runners.ImageRequest) { r.NegativePrompt = "red" },
+		"guidance_scale 5":       func(r *runners.ImageRequest) { r.GuidanceScale = 5 },
+		"guidance_scale 1":       func(r *runners.ImageRequest) { r.GuidanceScale = 1 }, // no CFG: one transformer row
+		"prompt_2":               func(r *runners.ImageRequest) { r.Prompt2 = "an ant" },
+		"negative_prompt_2":      func(r *runners.ImageRequest) { r.NegativePrompt2 = "red" },
+		"sigmas (same count)":    func(r *runners.ImageRequest) { r.Sigmas = []float64{1, 0.3} },
+		"timesteps (same count)": func(r *runners.ImageRequest) { r.Timesteps = []float64{999, 300} },
+	} {
+		require.NotEqualf(t, base, run(req(change)), "%s is used", name)
+	}
+	// A custom schedule sets the number of transformer steps.
+	var rec recorder
+	out := r.Run(ctx, []runners.Task{rec.task(ctx, req(func(r *runners.ImageRequest) { r.Sigmas = []float64{1, 0.6, 0.3} }), false)})
+	image0(t, out[0])
+	require.Equal(t, [][2]int{{1, 3}, {2, 3}, {3, 3}}, rec.progress)
+	both := r.Run(ctx, []runners.Task{{Ctx: ctx, Request: req(func(r *runners.ImageRequest) {
+		r.Sigmas, r.Timesteps = []float64{1, 0.5}, []float64{999, 500}
+	})}})
+	require.ErrorIs(t, both[0].Err, runners.ErrBadRequest)
 }
 
 func TestRunnerCancel(t *testing.T) {

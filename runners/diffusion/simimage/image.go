@@ -141,9 +141,10 @@ func (c *renderCache) put(p renderParams, img *image.RGBA) {
 //
 // The picture is a deterministic function of the request: the prompts set the palette, the
 // seed (mixed with the prompts) the composition, the number of steps how much residual noise
-// is left, and the guidance scale the saturation and contrast. As in the Python runners,
-// SD3.5 ignores guidance_scale, prompt_2, timesteps and sigmas and treats a missing seed as 0,
-// while SDXL draws a random seed when none is given and rejects timesteps together with sigmas.
+// is left, and the guidance scale the saturation and contrast (0 is the model's default: 5.0,
+// SD3.5's 3.5). Both models honour prompt_2, negative_prompt_2, guidance_scale and a custom
+// schedule (timesteps or sigmas, not both); as in the Python runners, SD3.5 treats a missing
+// seed as 0 while SDXL draws a random seed when none is given.
 func New(model string, size int, lat simdev.Latency) runners.Runner {
 	return newImage(model, size, lat)
 }
@@ -232,7 +233,7 @@ func (r *imageRunner) Close() error {
 // the previews, not the image; one that fails because the client went away stops the task.
 func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t runners.Task) (*image.RGBA, error) {
 	p := r.params(req)
-	if !r.sd35 && req.Timesteps != nil && req.Sigmas != nil {
+	if req.Timesteps != nil && req.Sigmas != nil {
 		return nil, &simdev.BadRequest{Msg: errBothSchedules}
 	}
 	work, err := r.prepareImage(req, &p)
@@ -318,7 +319,11 @@ func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
 		steps = r.defaultSteps
 	}
 	var seed int64
-	guidance := 3.5 // SD3.5 Large's pipeline default; the request's value is ignored
+	family := runners.RunnerSDXL
+	if r.sd35 {
+		family = runners.RunnerSD35
+	}
+	guidance := req.Guidance(family)
 	h := sha256.New()
 	str := func(s string) {
 		_ = binary.Write(h, binary.LittleEndian, uint64(len(s)))
@@ -330,33 +335,27 @@ func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
 			_ = binary.Write(h, binary.LittleEndian, math.Float64bits(f))
 		}
 	}
-	if r.sd35 {
-		if req.Seed != nil {
-			seed = *req.Seed
-		}
-		str("sd3.5")
-		str(req.Prompt)
-		str(req.NegativePrompt)
-	} else {
-		switch {
-		case req.Seed != nil:
-			seed = *req.Seed
-		case r.randomSeed != nil:
-			seed = r.randomSeed()
-		}
-		// A custom schedule sets the number of steps, as diffusers' retrieve_timesteps does.
-		if len(req.Timesteps) > 0 {
-			steps = len(req.Timesteps)
-		} else if len(req.Sigmas) > 0 {
-			steps = len(req.Sigmas)
-		}
-		guidance = req.GuidanceScale
-		str("sdxl")
-		str(req.Prompt)
-		str(req.NegativePrompt)
-		str(req.Prompt2)
-		str(req.NegativePrompt2)
+	switch {
+	case req.Seed != nil:
+		seed = *req.Seed
+	case !r.sd35 && r.randomSeed != nil:
+		seed = r.randomSeed() // SD3.5: a missing seed is 0, as HEAD's runner
 	}
+	// A custom schedule sets the number of steps, as diffusers' retrieve_timesteps does.
+	if len(req.Timesteps) > 0 {
+		steps = len(req.Timesteps)
+	} else if len(req.Sigmas) > 0 {
+		steps = len(req.Sigmas)
+	}
+	if r.sd35 {
+		str("sd3.5")
+	} else {
+		str("sdxl")
+	}
+	str(req.Prompt)
+	str(req.NegativePrompt)
+	str(req.Prompt2)
+	str(req.NegativePrompt2)
 	var p renderParams
 	p.steps = steps
 	p.guidance = guidance
@@ -372,11 +371,9 @@ func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
 	h.Write(p.palette[:])
 	_ = binary.Write(h, binary.LittleEndian, seed)
 	_ = binary.Write(h, binary.LittleEndian, int64(steps))
-	if !r.sd35 {
-		floats(req.GuidanceScale, req.GuidanceRescale, req.CropCoordsTopLeft[0], req.CropCoordsTopLeft[1])
-		floats(req.Timesteps...)
-		floats(req.Sigmas...)
-	}
+	floats(guidance, req.GuidanceRescale, req.CropCoordsTopLeft[0], req.CropCoordsTopLeft[1])
+	floats(req.Timesteps...)
+	floats(req.Sigmas...)
 	p.detail = binary.LittleEndian.Uint64(h.Sum(nil))
 	return p
 }

@@ -111,15 +111,30 @@ func TestImageModelQuirks(t *testing.T) {
 	sd35 := New(runners.RunnerSD35, 64, simdev.Latency{})
 	base := gen(t, sd35, baseRequest())
 
-	t.Run("SD3.5 ignores guidance, prompt_2 and custom schedules", func(t *testing.T) {
-		req := baseRequest()
-		req.GuidanceScale = 17
-		req.GuidanceRescale = 0.5
-		req.Prompt2 = "something else"
-		req.NegativePrompt2 = "and more"
-		req.Timesteps = []float64{900, 100}
-		req.Sigmas = []float64{1, 0.5}
-		require.Equal(t, base.Pix, gen(t, sd35, req).Pix)
+	t.Run("SD3.5 honours guidance, prompt_2 and custom schedules", func(t *testing.T) {
+		for name, change := range map[string]func(*runners.ImageRequest){
+			"guidance_scale":    func(r *runners.ImageRequest) { r.GuidanceScale = 17 },
+			"prompt_2":          func(r *runners.ImageRequest) { r.Prompt2 = "something else" },
+			"negative_prompt_2": func(r *runners.ImageRequest) { r.NegativePrompt2 = "and more" },
+			"timesteps":         func(r *runners.ImageRequest) { r.Timesteps = []float64{900, 100} },
+			"sigmas":            func(r *runners.ImageRequest) { r.Sigmas = []float64{1, 0.5} },
+		} {
+			req := baseRequest()
+			change(req)
+			require.NotEqualf(t, base.Pix, gen(t, sd35, req).Pix, "%s does not change the image", name)
+		}
+		both := baseRequest()
+		both.Timesteps, both.Sigmas = []float64{900, 100}, []float64{1, 0.5}
+		out := sd35.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: both}})
+		require.ErrorContains(t, out[0].Err, "timesteps and sigmas", "timesteps and sigmas together")
+	})
+	t.Run("SD3.5 without guidance_scale uses 3.5, SDXL 5.0", func(t *testing.T) {
+		unset, explicit, five := baseRequest(), baseRequest(), baseRequest()
+		unset.GuidanceScale, explicit.GuidanceScale = 0, 3.5
+		require.Equal(t, gen(t, sd35, explicit).Pix, gen(t, sd35, unset).Pix)
+		require.NotEqual(t, gen(t, sd35, five).Pix, gen(t, sd35, unset).Pix)
+		sdxl := New(runners.RunnerSDXL, 64, simdev.Latency{})
+		require.Equal(t, gen(t, sdxl, five).Pix, gen(t, sdxl, unset).Pix)
 	})
 	t.Run("SD3.5 treats a missing seed as 0", func(t *testing.T) {
 		nilSeed, zero := baseRequest(), baseRequest()
