@@ -5,12 +5,14 @@ package turbojpeg
 import (
 	"errors"
 	"image"
+
+	"github.com/tenstorrent/tt-media-server-go/media/nativelib"
 )
 
 // Without cgo (or with the nonative build tag) the library is never opened: every call takes
 // the pure-Go path.
 
-func nativeLoad(string) error { return errNotBuilt }
+func nativeLoad(string) error { return nativelib.ErrNotBuilt }
 
 func nativeHeader([]byte) (Header, error) { return Header{}, errors.New("unreachable") }
 

@@ -22,62 +22,28 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
-	"sync"
-	"sync/atomic"
+
+	"github.com/tenstorrent/tt-media-server-go/media/nativelib"
 )
 
 // ErrInvalid is returned for data the decoder refuses (not a JPEG, corrupt, unsupported).
 var ErrInvalid = errors.New("invalid jpeg")
 
-// Library file names tried in order: Debian's runtime package ships only the .so.0.
-var libNames = []string{"libturbojpeg.so.0", "libturbojpeg.so", "libturbojpeg.dylib"}
-
-var (
-	loadOnce sync.Once
-	loadErr  error
-	loadName string
-	// disabled forces the pure-Go twin (NATIVE_CODECS=off, tests).
-	disabled atomic.Bool
-)
+// lib is libturbojpeg: Debian's runtime package ships only the .so.0.
+var lib = &nativelib.Lib{What: "libjpeg-turbo", Names: []string{"libturbojpeg.so.0", "libturbojpeg.so", "libturbojpeg.dylib"}, Open: nativeLoad}
 
 // Load opens libturbojpeg once and reports why it could not be used (nil when it is).
-func Load() error {
-	loadOnce.Do(func() {
-		var errs []error
-		for _, n := range libNames {
-			if err := nativeLoad(n); err != nil {
-				if errors.Is(err, errNotBuilt) {
-					loadErr = err
-					return
-				}
-				errs = append(errs, err)
-				continue
-			}
-			loadName = n
-			return
-		}
-		loadErr = fmt.Errorf("libjpeg-turbo not loaded: %w", errors.Join(errs...))
-	})
-	return loadErr
-}
+func Load() error { return lib.Load() }
 
 // SetEnabled chooses between the native library (true, the default, when it loads) and the
 // pure-Go twin (false) for all later calls.
-func SetEnabled(on bool) { disabled.Store(!on) }
+func SetEnabled(on bool) { lib.SetEnabled(on) }
 
 // Native reports whether calls go to libjpeg-turbo.
-func Native() bool { return !disabled.Load() && Load() == nil }
+func Native() bool { return lib.Native() }
 
 // Describe says which codec serves JPEG, for the start-up log and /tt-liveness.
-func Describe() string {
-	switch {
-	case disabled.Load():
-		return "pure Go (image/jpeg; native codecs switched off)"
-	case Load() != nil:
-		return "pure Go (image/jpeg; " + Load().Error() + ")"
-	}
-	return "libjpeg-turbo (" + loadName + ")"
-}
+func Describe() string { return lib.Describe("image/jpeg") }
 
 // Header is what a JPEG's header says.
 type Header struct {
@@ -172,7 +138,3 @@ func Encode(img image.Image, quality int) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
-// errNotBuilt is Load's answer in a build without the native path (no cgo, or the nonative
-// tag).
-var errNotBuilt = errors.New("built without cgo or with the nonative tag")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/media/nativelib"
+
 	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 )
 
@@ -28,7 +30,7 @@ func requireNative(t *testing.T) {
 }
 
 func errorsIsNotBuilt(err error) bool {
-	return bytes.Contains([]byte(err.Error()), []byte(errNotBuilt.Error()))
+	return bytes.Contains([]byte(err.Error()), []byte(nativelib.ErrNotBuilt.Error()))
 }
 
 // paths runs a test body on the native library and on the pure-Go twin.

@@ -14,62 +14,26 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
-	"sync"
-	"sync/atomic"
 
 	"github.com/HugoSmits86/nativewebp"
+
+	"github.com/tenstorrent/tt-media-server-go/media/nativelib"
 )
 
-var libNames = []string{"libwebp.so.7", "libwebp.so", "libwebp.dylib"}
-
-var (
-	loadOnce sync.Once
-	loadErr  error
-	loadName string
-	disabled atomic.Bool
-)
-
-// errNotBuilt is Load's answer in a build without the native path (no cgo, or the nonative
-// tag).
-var errNotBuilt = errors.New("built without cgo or with the nonative tag")
+// lib is libwebp.
+var lib = &nativelib.Lib{What: "libwebp", Names: []string{"libwebp.so.7", "libwebp.so", "libwebp.dylib"}, Open: nativeLoad}
 
 // Load opens libwebp once and reports why it could not be used (nil when it is).
-func Load() error {
-	loadOnce.Do(func() {
-		var errs []error
-		for _, n := range libNames {
-			if err := nativeLoad(n); err != nil {
-				if errors.Is(err, errNotBuilt) {
-					loadErr = err
-					return
-				}
-				errs = append(errs, err)
-				continue
-			}
-			loadName = n
-			return
-		}
-		loadErr = fmt.Errorf("libwebp not loaded: %w", errors.Join(errs...))
-	})
-	return loadErr
-}
+func Load() error { return lib.Load() }
 
 // SetEnabled chooses between libwebp (true, the default, when it loads) and the pure-Go twin.
-func SetEnabled(on bool) { disabled.Store(!on) }
+func SetEnabled(on bool) { lib.SetEnabled(on) }
 
 // Native reports whether Encode goes to libwebp (lossy).
-func Native() bool { return !disabled.Load() && Load() == nil }
+func Native() bool { return lib.Native() }
 
 // Describe says which encoder serves WebP, for the start-up log and /tt-liveness.
-func Describe() string {
-	switch {
-	case disabled.Load():
-		return "pure Go (lossless nativewebp; native codecs switched off)"
-	case Load() != nil:
-		return "pure Go (lossless nativewebp; " + Load().Error() + ")"
-	}
-	return "libwebp (" + loadName + ")"
-}
+func Describe() string { return lib.Describe("lossless nativewebp") }
 
 // Encode encodes img as WebP: lossy at quality 0-100 with libwebp, lossless without it.
 // Transparency is kept.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/media/nativelib"
 	xwebp "golang.org/x/image/webp"
 )
 
@@ -27,7 +29,7 @@ func picture(w, h int, alpha uint8) *image.NRGBA {
 var paths = map[string]func(*testing.T, func()){
 	"native": func(t *testing.T, f func()) {
 		if err := Load(); err != nil {
-			if os.Getenv("CI") == "true" && err.Error() != errNotBuilt.Error() {
+			if os.Getenv("CI") == "true" && err.Error() != nativelib.ErrNotBuilt.Error() {
 				t.Fatalf("CI must install libwebp7: %v", err)
 			}
 			t.Skipf("native path unavailable: %v", err)
