@@ -369,6 +369,9 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 				perr = invalidParam("background", "background %q is not supported; accepted: auto, opaque", v)
 			}
 		case "user":
+			if perr = checkEndUser(v); perr == nil {
+				req.user = v
+			}
 		case "seed":
 			var n int64
 			if n, perr = strconv.ParseInt(v, 10, 64); perr != nil {
@@ -413,6 +416,7 @@ func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTabl
 			s.failOpenAI(c, err)
 			return
 		}
+		setEndUser(c, req.user)
 		release, err := s.decodeInputs(c.Request.Context(), &req.imageRequest.ImageRequest, img, mask, mask != nil, true)
 		if err != nil {
 			s.failField(c, err, true)

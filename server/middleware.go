@@ -52,6 +52,16 @@ func (s *Server) requestIDMiddleware() gin.HandlerFunc {
 
 func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
 
+// endUserKey holds OpenAI's user field (an end-user id for abuse monitoring) for the access log.
+const endUserKey = "end_user"
+
+// setEndUser records the request's end-user id for its access-log line ("" records nothing).
+func setEndUser(c *gin.Context, user string) {
+	if user != "" {
+		c.Set(endUserKey, user)
+	}
+}
+
 // accessLog writes one line per request.
 func (s *Server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -64,7 +74,7 @@ func (s *Server) accessLog() gin.HandlerFunc {
 			return
 		}
 		wait, device, jobs := timing.Snapshot()
-		var buf [11]slog.Attr // typed attributes in a stack array: no []any boxing per request
+		var buf [12]slog.Attr // typed attributes in a stack array: no []any boxing per request
 		attrs := append(buf[:0],
 			slog.String("request_id", requestID(c)), slog.String("method", c.Request.Method),
 			slog.String("path", c.Request.URL.Path), slog.Int("status", c.Writer.Status()),
@@ -76,6 +86,9 @@ func (s *Server) accessLog() gin.HandlerFunc {
 		}
 		if len(c.Errors) > 0 {
 			attrs = append(attrs, slog.String("err", c.Errors.Last().Error()))
+		}
+		if u := c.GetString(endUserKey); u != "" {
+			attrs = append(attrs, slog.String("user", u))
 		}
 		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
 	}

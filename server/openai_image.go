@@ -32,6 +32,39 @@ type openAIImageRequest struct {
 	compression int
 	quality     string // OpenAI's quality value echoed in stream events: low, medium, high or auto
 	stream      bool
+	// user is OpenAI's end-user id: written to the request's access-log line (endUserKey) for
+	// abuse monitoring, nowhere else.
+	user string
+}
+
+// maxEndUser bounds OpenAI's user field (an end-user id) so the access log stays one short line.
+const maxEndUser = 256
+
+// checkEndUser refuses a user id longer than maxEndUser.
+func checkEndUser(v string) error {
+	if len(v) > maxEndUser {
+		return invalidParam("user", "user must be at most %d bytes (an end-user id), got %d", maxEndUser, len(v))
+	}
+	return nil
+}
+
+// errStyle refuses OpenAI's style: vivid and natural steer dall-e-3's prompt rewriting, which
+// these models do not have, so no value can be honoured.
+func errStyle(v string) error {
+	return invalidParam("style", "style %q is not supported: style is a dall-e-3 option and this model has no style control; drop the field", v)
+}
+
+// checkModeration honours moderation "low" (OpenAI's least restrictive filtering; this server
+// runs no content moderation at all) and refuses "auto" (OpenAI's standard filtering, which
+// it cannot apply) and anything else.
+func checkModeration(v string) error {
+	switch v {
+	case "low":
+		return nil
+	case "auto":
+		return invalidParam("moderation", "moderation \"auto\" (standard content filtering) is not supported: this server runs no content moderation; send \"low\" or drop the field")
+	}
+	return invalidParam("moderation", "moderation %q is not supported; this server runs no content moderation (accepted: low)", v)
 }
 
 // maxPartialImages is OpenAI's upper bound of partial_images.
@@ -54,7 +87,9 @@ const (
 //   - output_compression 0..100: the JPEG (0 counts as 1) or WebP quality; absent →
 //     IMAGE_QUALITY; ignored for png, as OpenAI ignores it;
 //   - quality: low → 12 steps, high and hd → 40, auto/standard/medium → NUM_INFERENCE_STEPS;
-//   - style (vivid|natural), moderation (low|auto), user: accepted and ignored;
+//   - style: refused (400, param style; a dall-e-3 option these models lack); moderation: "low"
+//     (no content moderation is run), "auto" refused; user: an end-user id of at most 256 bytes,
+//     written to the request's access-log line;
 //   - background: auto or opaque; transparent is refused (the models render no alpha);
 //   - stream: true answers Server-Sent Events (see streamOpenAIImage); partial_images 0..3 is
 //     the number of previews per image a streaming request gets (ignored without stream);
@@ -136,16 +171,23 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 			return nil, invalidParam("quality", "quality must be one of auto, low, medium, high, standard, hd; got %q", v)
 		}
 	}
-	for name, allowed := range map[string][]string{
-		"style":      {"vivid", "natural"},
-		"moderation": {"low", "auto"},
-		"background": {"auto", "opaque"},
-	} {
-		if v, ok := b.str(name, false); ok && !slices.Contains(allowed, v) {
-			return nil, invalidParam(name, "%s %q is not supported; accepted: %s", name, v, strings.Join(allowed, ", "))
+	if v, ok := b.str("style", false); ok {
+		return nil, errStyle(v)
+	}
+	if v, ok := b.str("moderation", false); ok {
+		if err := checkModeration(v); err != nil {
+			return nil, err
 		}
 	}
-	b.str("user", false)
+	if v, ok := b.str("background", false); ok && v != "auto" && v != "opaque" {
+		return nil, invalidParam("background", "background %q is not supported; accepted: auto, opaque", v)
+	}
+	if v, ok := b.str("user", false); ok {
+		if err := checkEndUser(v); err != nil {
+			return nil, err
+		}
+		r.user = v
+	}
 	r.stream = b.bool("stream", false)
 	if v := b.int("partial_images"); v != nil {
 		if *v < 0 || *v > maxPartialImages {
@@ -223,6 +265,7 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 			s.failOpenAI(c, err)
 			return
 		}
+		setEndUser(c, req.user)
 		if req.GuidanceScale == 0 { // not sent (1..20 when sent): the model's default
 			req.GuidanceScale = runners.DefaultGuidance(s.pool(runners.ServiceImage).Runner)
 		}

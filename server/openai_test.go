@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -368,6 +369,37 @@ func imageFake() *fakeSched {
 	}}
 }
 
+// TestOpenAIImageEndUser: OpenAI's user (an end-user id) is written to the request's
+// access-log line, and only there.
+func TestOpenAIImageEndUser(t *testing.T) {
+	var logged bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := New(Deps{Settings: openAISettings("tt-sdxl-trace"), Service: runners.ServiceImage, Sched: imageFake(), Logger: log}).Handler()
+	for _, tc := range []struct{ body, user string }{
+		{`{"prompt":"a","n":1,"user":"user-1234"}`, "user-1234"},
+		{`{"prompt":"a","n":1}`, ""},
+	} {
+		logged.Reset()
+		w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(tc.body))
+		require.Equal(t, 200, w.Code, w.Body.String())
+		require.NotContains(t, w.Body.String(), "user-1234", "the id is not echoed")
+		var line map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &m))
+			if m["msg"] == "request" {
+				line = m
+			}
+		}
+		require.NotNil(t, line, "no access-log line in %s", logged.String())
+		if tc.user == "" {
+			require.NotContains(t, line, "user")
+		} else {
+			require.Equal(t, tc.user, line["user"])
+		}
+	}
+}
+
 func TestOpenAIImageGeneration(t *testing.T) {
 	f := imageFake()
 	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", f)
@@ -392,7 +424,7 @@ func TestOpenAIImageGeneration(t *testing.T) {
 	}
 
 	t.Run("defaults: one png, b64_json", func(t *testing.T) {
-		w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a volcano","model":"dall-e-3","response_format":"b64_json","size":"1024x1024","n":1,"quality":"hd","style":"vivid","user":"u1"}`))
+		w := do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a volcano","model":"dall-e-3","response_format":"b64_json","size":"1024x1024","n":1,"quality":"hd","moderation":"low","user":"u1"}`))
 		require.Equal(t, 200, w.Code, w.Body.String())
 		m, imgs := decode(t, w.Body.Bytes())
 		require.Len(t, imgs, 1)
@@ -450,6 +482,11 @@ func TestOpenAIImageGeneration(t *testing.T) {
 		{`{"prompt":"a","output_compression":101}`, "output_compression"},
 		{`{"prompt":"a","quality":"ultra"}`, "quality"},
 		{`{"prompt":"a","style":"cartoon"}`, "style"},
+		{`{"prompt":"a","style":"vivid"}`, "style"},
+		{`{"prompt":"a","style":"natural"}`, "style"},
+		{`{"prompt":"a","moderation":"auto"}`, "moderation"},
+		{`{"prompt":"a","moderation":"strict"}`, "moderation"},
+		{`{"prompt":"a","user":"` + strings.Repeat("u", maxEndUser+1) + `"}`, "user"},
 		{`{"prompt":"a","background":"transparent"}`, "background"},
 		{`{"prompt":"a","steps":5}`, "steps"},
 		{`{"prompt":"a","guidance_scale":25}`, "guidance_scale"},
