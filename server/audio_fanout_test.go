@@ -294,7 +294,7 @@ func TestOpenAIAudioDecodingOptionsReachTheRunner(t *testing.T) {
 			want:   runners.AudioRequest{Task: "transcribe", Language: "de", Prompt: "Kafka, Prag", Temperature: 0.4}},
 		{name: "translation", path: "/v1/audio/translations",
 			fields: []string{"model", "whisper-1", "language", "fr", "prompt", "p", "temperature", "0.2"},
-			want:   runners.AudioRequest{Task: "translate", Prompt: "p", Temperature: 0.2}}, // no language field in a translation
+			want:   runners.AudioRequest{Task: "translate", Language: "fr", Prompt: "p", Temperature: 0.2}}, // the source language, as Whisper takes it
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,8 +48,9 @@ var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 // prompt, response_format, temperature, timestamp_granularities[] (also repeated
 // timestamp_granularities), stream ("true"/"false"), include[] and chunking_strategy ("auto",
 // or chunking_strategy[type]=server_vad with its numbers). Translations take only file,
-// model, prompt, response_format and temperature; like OpenAI's schema, other fields are
-// ignored there. Unknown fields are ignored too; is_preprocessing_enabled is our extension.
+// model, prompt, response_format, temperature and language; like OpenAI's schema, other
+// fields are ignored there. language is not in OpenAI's translation schema: it is honoured as
+// Whisper does, the source language's token before the translate task (none: detected). Unknown fields are ignored too; is_preprocessing_enabled is our extension.
 //
 // language, prompt, temperature and the task go to the runner in runners.AudioRequest (the
 // mock runner ignores them; the Whisper runner decodes with them). chunking_strategy turns
@@ -84,7 +85,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 			return invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
 		}
 		v := string(raw)
-		translateSkips := task == taskTranslate && name != "model" && name != "prompt" &&
+		translateSkips := task == taskTranslate && name != "model" && name != "prompt" && name != "language" &&
 			name != "response_format" && name != "temperature" && name != "is_preprocessing_enabled"
 		if translateSkips {
 			return nil

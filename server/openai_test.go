@@ -297,6 +297,27 @@ func TestOpenAITranslation(t *testing.T) {
 	require.Equal(t, 200, w.Code)
 	require.JSONEq(t, `{"text":"`+english.Text+`"}`, w.Body.String())
 
+	// language is the source language, as Whisper takes it with the translate task.
+	f := audioFake(english)
+	h = newOpenAIServer(runners.ServiceAudio, "tt-whisper", f)
+	for _, tc := range []struct{ language, want string }{{"", ""}, {"de", "de"}, {"German", "de"}} {
+		fields := []string{"model", "whisper-1"}
+		if tc.language != "" {
+			fields = append(fields, "language", tc.language)
+		}
+		ct, body := multipartBody(t, wav, fields...)
+		w := do(h, "POST", "/v1/audio/translations", ct, "Bearer k", body)
+		require.Equal(t, 200, w.Code, w.Body.String())
+		got := f.last.(*runners.AudioRequest)
+		require.Equal(t, tc.want, got.Language, "language %q", tc.language)
+		require.Equal(t, "translate", got.Task)
+	}
+	ct, body = multipartBody(t, wav, "model", "whisper-1", "language", "klingon")
+	w = do(h, "POST", "/v1/audio/translations", ct, "Bearer k", body)
+	require.Equal(t, 400, w.Code, w.Body.String())
+	requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "language", nil)
+	ct, body = multipartBody(t, wav, "model", "whisper-1")
+
 	// Speech the runner says is not English cannot be translated yet: 501, not a mislabelled transcript.
 	german := goldenResult()
 	german.Language = "german"
