@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
@@ -285,7 +286,36 @@ func (s *Server) refuseUnusedFields(r *runners.ImageRequest) error {
 	case r.CropCoordsTopLeft != [2]float64{}:
 		return httpErr(http.StatusBadRequest, "crop_coords_top_left: %s does not support it (SDXL micro-conditioning only); drop it or send [0, 0]", runner)
 	}
+	if !s.headSD35() {
+		return nil
+	}
+	// HEAD's own SD3.5 runner in Python workers does not read these (our pipeline does).
+	const why = "%s: HEAD's SD3.5 runner (DEVICE_BACKEND=python) does not use it; drop it, or serve tt-sd3.5 with the Go pipeline"
+	switch {
+	case r.Prompt2 != "":
+		return httpErr(http.StatusBadRequest, why, "prompt_2")
+	case r.NegativePrompt2 != "":
+		return httpErr(http.StatusBadRequest, why, "negative_prompt_2")
+	case len(r.Timesteps) > 0:
+		return httpErr(http.StatusBadRequest, why, "timesteps")
+	case len(r.Sigmas) > 0:
+		return httpErr(http.StatusBadRequest, why, "sigmas")
+	}
 	return nil
+}
+
+// headSD35 reports whether tt-sd3.5 is served by HEAD's own Python runner (a python pool
+// without PYTHON_RUNNER_CLASS, which could host anything).
+func (s *Server) headSD35() bool {
+	if s.cfg.PythonRunnerClass != "" {
+		return false
+	}
+	for _, p := range s.cfg.Pools {
+		if p.Runner == runners.RunnerSD35 && s.cfg.PoolBackend(p) == config.BackendPython {
+			return true
+		}
+	}
+	return false
 }
 
 // answerPythonImages generates the request's images and answers HEAD's
