@@ -21,7 +21,7 @@ func ProbeRequest(runner string, svc Service, deep bool) (req Request, check fun
 	case ServiceImage:
 		seed := int64(0)
 		r := &ImageRequest{Prompt: "Sunrise on a beach", NegativePrompt: "low resolution", NumInferenceSteps: 1,
-			Seed: &seed, GuidanceScale: 5.0}
+			Seed: &seed, GuidanceScale: DefaultGuidance(runner)}
 		if runner == RunnerSDXLImg2Img || runner == RunnerSDXLEdit {
 			// As their warm-up: a 1x1 picture, 2 steps at strength 0.99 (one denoising step).
 			r.NumInferenceSteps, r.Strength = 2, 0.99
