@@ -323,7 +323,8 @@ func TestOpenAIChunkingStrategy(t *testing.T) {
 		{name: "default: pre-processing on", fields: nil, status: 200, segments: true},
 		{name: "off", fields: []string{"is_preprocessing_enabled", "false"}, status: 200},
 		{name: "auto", fields: []string{"chunking_strategy", "auto"}, status: 200, segments: true},
-		{name: "server_vad", fields: []string{"chunking_strategy[type]", "server_vad", "chunking_strategy[silence_duration_ms]", "500"}, status: 200, segments: true},
+		{name: "server_vad", fields: []string{"chunking_strategy[type]", "server_vad"}, status: 200, segments: true},
+		{name: "server_vad with its numbers", fields: []string{"chunking_strategy[type]", "server_vad", "chunking_strategy[silence_duration_ms]", "500"}, status: 400},
 		{name: "auto with pre-processing on", fields: []string{"is_preprocessing_enabled", "true", "chunking_strategy", "auto"}, status: 200, segments: true},
 		{name: "auto but pre-processing off", fields: []string{"chunking_strategy", "auto", "is_preprocessing_enabled", "false"}, status: 400},
 	}

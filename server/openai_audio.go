@@ -48,15 +48,18 @@ var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 // prompt, response_format, temperature, timestamp_granularities[] (also repeated
 // timestamp_granularities), stream ("true"/"false"), include[] and chunking_strategy ("auto",
 // or chunking_strategy[type]=server_vad with its numbers). Translations take only file,
-// model, prompt, response_format, temperature and language; like OpenAI's schema, other
-// fields are ignored there. language is not in OpenAI's translation schema: it is honoured as
-// Whisper does, the source language's token before the translate task (none: detected). Unknown fields are ignored too; is_preprocessing_enabled is our extension.
+// model, prompt, response_format, temperature and language; a transcription-only field sent
+// there is a 400 naming it (never accepted and ignored). language is not in OpenAI's translation
+// schema: it is honoured as Whisper does, the source language's token before the translate task
+// (none: detected). An unknown field is a 400 naming it too; is_preprocessing_enabled is our
+// extension.
 //
 // language, prompt, temperature and the task go to the runner in runners.AudioRequest (the
 // mock runner ignores them; the Whisper runner decodes with them). chunking_strategy turns
 // VAD pre-processing (and with it fan-out, see audio_fanout.go) on, like
-// is_preprocessing_enabled=true, which is already the default; its server_vad numbers are
-// accepted and not acted upon, and sending it with is_preprocessing_enabled=false is a 400.
+// is_preprocessing_enabled=true, which is already the default; its server_vad numbers
+// (prefix_padding_ms, silence_duration_ms, threshold) are a 400, as the VAD has its own, and
+// sending it with is_preprocessing_enabled=false is a 400.
 // Refused: include[]=logprobs (no token log-probabilities from the runner) and diarized_json.
 func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAIAudioRequest, error) {
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -85,10 +88,8 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 			return invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
 		}
 		v := string(raw)
-		translateSkips := task == taskTranslate && name != "model" && name != "prompt" && name != "language" &&
-			name != "response_format" && name != "temperature" && name != "is_preprocessing_enabled"
-		if translateSkips {
-			return nil
+		if task == taskTranslate && transcriptionOnly(name) {
+			return invalidParam(name, "%s is a parameter of /v1/audio/transcriptions only; /v1/audio/translations takes file, model, prompt, response_format, temperature and language", name)
 		}
 		switch {
 		case name == "model":
@@ -124,6 +125,8 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 			chunking["type"] = strings.TrimSpace(v)
 		case strings.HasPrefix(name, "chunking_strategy[") && strings.HasSuffix(name, "]"):
 			chunking[name[len("chunking_strategy["):len(name)-1]] = strings.TrimSpace(v)
+		default:
+			return invalidParam(name, "unknown parameter %q (accepted: file, model, language, prompt, response_format, temperature, timestamp_granularities[], stream, include[], chunking_strategy, is_preprocessing_enabled)", name)
 		}
 		return nil
 	})
@@ -162,6 +165,11 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 	}
 	if len(include) > 0 {
 		return nil, invalidParam("include", "include %q is not available: this model reports no token log-probabilities", include[0])
+	}
+	for k := range chunking {
+		if k != "type" {
+			return nil, invalidParam("chunking_strategy", "chunking_strategy[%s] is not supported: the server's VAD pre-processing uses its own thresholds; send chunking_strategy \"auto\" or {\"type\": \"server_vad\"} alone", k)
+		}
 	}
 	if t, ok := chunking["type"]; ok {
 		if t != "auto" && t != "server_vad" {
@@ -344,4 +352,14 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 		return false
 	}
 	return event(sseDone{Type: "transcript.text.done", Text: res.Text, Usage: usageOf(res.Duration)})
+}
+
+// transcriptionOnly says whether a multipart field belongs to OpenAI's transcription schema but
+// not to its translation schema.
+func transcriptionOnly(name string) bool {
+	switch name {
+	case "timestamp_granularities[]", "timestamp_granularities", "include[]", "include", "stream", "chunking_strategy":
+		return true
+	}
+	return strings.HasPrefix(name, "chunking_strategy[")
 }

@@ -198,7 +198,9 @@ func TestOpenAITranscriptionFormatsAndGranularities(t *testing.T) {
 		{name: "bad format", fields: []string{"model", "whisper-1", "response_format", "diarized_json"}, status: 400, errParam: "response_format"},
 		{name: "bad temperature", fields: []string{"model", "whisper-1", "temperature", "1.5"}, status: 400, errParam: "temperature"},
 		{name: "bad language", fields: []string{"model", "whisper-1", "language", "xx"}, status: 400, errParam: "language"},
-		{name: "language code and fields the SDKs send", fields: []string{"model", "whisper-1", "language", "en", "prompt", "beach", "temperature", "0.2", "stream", "false", "chunking_strategy[type]", "server_vad", "chunking_strategy[threshold]", "0.5"}, status: 200, ctype: "application/json"},
+		{name: "language code and fields the SDKs send", fields: []string{"model", "whisper-1", "language", "en", "prompt", "beach", "temperature", "0.2", "stream", "false", "chunking_strategy[type]", "server_vad"}, status: 200, ctype: "application/json"},
+		{name: "server_vad numbers are refused, not ignored", fields: []string{"model", "whisper-1", "chunking_strategy[type]", "server_vad", "chunking_strategy[threshold]", "0.5"}, status: 400, errParam: "chunking_strategy"},
+		{name: "unknown field is refused, not ignored", fields: []string{"model", "whisper-1", "known_speaker_names[]", "ann"}, status: 400, errParam: "known_speaker_names[]"},
 		{name: "chunking auto", fields: []string{"model", "whisper-1", "chunking_strategy", "auto"}, status: 200, ctype: "application/json"},
 		{name: "bad chunking", fields: []string{"model", "whisper-1", "chunking_strategy", "fixed"}, status: 400, errParam: "chunking_strategy"},
 		{name: "logprobs", fields: []string{"model", "whisper-1", "include[]", "logprobs"}, status: 400, errParam: "include"},
@@ -280,8 +282,14 @@ func TestOpenAITranslation(t *testing.T) {
 	english := goldenResult()
 	h := newOpenAIServer(runners.ServiceAudio, "tt-whisper", audioFake(english))
 	wav := testWAV(16000, 16000)
-	// Transcription-only fields are not part of the translation schema and are ignored.
-	ct, body := multipartBody(t, wav, "model", "whisper-1", "response_format", "verbose_json", "timestamp_granularities[]", "word", "stream", "true")
+	// Transcription-only fields are not part of the translation schema: each is a 400 naming it.
+	for _, f := range [][2]string{{"timestamp_granularities[]", "word"}, {"stream", "true"}, {"include[]", "logprobs"}, {"chunking_strategy", "auto"}, {"chunking_strategy[type]", "server_vad"}} {
+		ct, body := multipartBody(t, wav, "model", "whisper-1", f[0], f[1])
+		w := do(h, "POST", "/v1/audio/translations", ct, "Bearer k", body)
+		require.Equal(t, 400, w.Code, w.Body.String())
+		requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", f[0], nil)
+	}
+	ct, body := multipartBody(t, wav, "model", "whisper-1", "response_format", "verbose_json")
 	w := do(h, "POST", "/v1/audio/translations", ct, "Bearer k", body)
 	require.Equal(t, 200, w.Code, w.Body.String())
 	var v map[string]any
