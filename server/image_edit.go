@@ -269,7 +269,7 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 	req := &openAIImageRequest{size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
 	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(runners.RunnerSDXLEdit), defaultStrength
 	var img, mask []byte
-	var gotImage, gotMask, gotPrompt bool
+	var gotImage, gotMask, gotPrompt, gotCompression bool
 	mr := multipart.NewReader(r.Body, params["boundary"])
 	for parts := 0; ; parts++ {
 		p, err := mr.NextPart()
@@ -354,6 +354,7 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 			req.outputFormat = v
 		case "output_compression":
 			req.compression, perr = intIn(0, 100)
+			gotCompression = true
 		case "quality":
 			switch v {
 			case "auto", "standard", "medium":
@@ -401,6 +402,8 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 		return nil, nil, nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", runners.RunnerSDXLEdit)
 	case !route.edit && gotMask:
 		return nil, nil, nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", runners.RunnerSDXLEdit)
+	case gotCompression && req.outputFormat == "png":
+		return nil, nil, nil, invalidParam("output_compression", "output_compression applies to jpeg and webp only; output_format is png (lossless)")
 	}
 	if !gotMask {
 		mask = nil

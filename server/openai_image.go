@@ -193,9 +193,13 @@ func parseOpenAIImageRequest(data []byte, defaultSteps, defaultQuality int, mode
 		if *v < 0 || *v > maxPartialImages {
 			return nil, invalidParam("partial_images", "partial_images must be between 0 and %d, got %d", maxPartialImages, *v)
 		}
-		if r.stream {
-			r.PartialImages = int(*v)
+		if *v > 0 && !r.stream {
+			return nil, invalidParam("partial_images", "partial_images applies to streamed answers only; send stream: true or leave partial_images out")
 		}
+		r.PartialImages = int(*v)
+	}
+	if b.int("output_compression") != nil && r.outputFormat == "png" {
+		return nil, invalidParam("output_compression", "output_compression applies to jpeg and webp only; output_format is png (lossless)")
 	}
 
 	// Extensions.

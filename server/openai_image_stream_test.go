@@ -184,8 +184,12 @@ func TestOpenAIImageStreamValidation(t *testing.T) {
 	require.Equal(t, 400, w.Code, w.Body.String())
 	requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "stream", nil)
 
-	// Without stream, partial_images is accepted and ignored: a plain JSON answer.
+	// Without stream, previews cannot be sent: partial_images > 0 is refused (never accepted and
+	// ignored); 0 asks for nothing and gets a plain JSON answer.
 	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","stream":false,"partial_images":2}`))
+	require.Equal(t, 400, w.Code, w.Body.String())
+	requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "partial_images", nil)
+	w = do(h, "POST", "/v1/images/generations", "application/json", "Bearer k", []byte(`{"prompt":"a","stream":false,"partial_images":0}`))
 	require.Equal(t, 200, w.Code, w.Body.String())
 	require.Contains(t, w.Header().Get("Content-Type"), "application/json")
 	require.Zero(t, f.last.(*runners.ImageRequest).PartialImages)

@@ -509,6 +509,8 @@ func TestOpenAIImageGeneration(t *testing.T) {
 		{`{"prompt":"a","output_format":"gif"}`, "output_format"},
 		{`{"prompt":"a","output_format":"webp","output_compression":-1}`, "output_compression"},
 		{`{"prompt":"a","output_compression":101}`, "output_compression"},
+		{`{"prompt":"a","output_compression":80}`, "output_compression"},
+		{`{"prompt":"a","output_format":"png","output_compression":80}`, "output_compression"},
 		{`{"prompt":"a","quality":"ultra"}`, "quality"},
 		{`{"prompt":"a","style":"cartoon"}`, "style"},
 		{`{"prompt":"a","style":"vivid"}`, "style"},
