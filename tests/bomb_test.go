@@ -1,11 +1,7 @@
 package tests
 
 import (
-	"bytes"
-	"compress/zlib"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"net/http"
 	"os"
 	"strconv"
@@ -14,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/bombpng"
 )
 
 // Decompression bombs (issue 21 item 1), on the real binary.
@@ -21,31 +19,9 @@ import (
 // zeroPNG16 is a w x h 16-bit RGBA PNG of zeros: ~300 KB that decode to w*h*8 bytes.
 func zeroPNG16(t *testing.T, w, h int) []byte {
 	t.Helper()
-	var out bytes.Buffer
-	chunk := func(typ string, data []byte) {
-		_ = binary.Write(&out, binary.BigEndian, uint32(len(data)))
-		c := append([]byte(typ), data...)
-		out.Write(c)
-		_ = binary.Write(&out, binary.BigEndian, crc32.ChecksumIEEE(c))
-	}
-	out.WriteString("\x89PNG\r\n\x1a\n")
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr[0:], uint32(w))
-	binary.BigEndian.PutUint32(ihdr[4:], uint32(h))
-	ihdr[8], ihdr[9] = 16, 6 // 16-bit, RGBA
-	chunk("IHDR", ihdr)
-	var idat bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&idat, zlib.BestCompression)
+	data, err := bombpng.ZeroRGBA16(w, h)
 	require.NoError(t, err)
-	row := make([]byte, 1+w*8) // filter byte 0, then zeros
-	for range h {
-		_, err := zw.Write(row)
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	chunk("IDAT", idat.Bytes())
-	chunk("IEND", nil)
-	return out.Bytes()
+	return data
 }
 
 // procKB reads a "VmHWM:"-style line of /proc/<pid>/status, in KiB.
