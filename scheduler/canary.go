@@ -262,7 +262,9 @@ func (s *Scheduler) submitProbe(ctx context.Context, req runners.Request, queued
 	if b, ok := req.(Batchable); ok {
 		j.batchKey = b.BatchKey()
 	}
-	s.inflight.Add(1)
+	if !s.enter() {
+		return nil, errProbeSkipped
+	}
 	defer s.inflight.Done()
 	j.queued = time.Now()
 	if s.q.push(j) != pushed {

@@ -168,6 +168,7 @@ type Scheduler struct {
 
 	ready    atomic.Bool
 	stopping atomic.Bool
+	stopMu   sync.Mutex     // orders inflight.Add before Stop's inflight.Wait (see enter)
 	inflight sync.WaitGroup // accepted jobs not yet finished
 
 	workers []*worker
@@ -313,7 +314,9 @@ func (s *Scheduler) Submit(ctx context.Context, req runners.Request, emit func(r
 			return emit(c)
 		}
 	}
-	s.inflight.Add(1)
+	if !s.enter() {
+		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
+	}
 	defer s.inflight.Done()
 	j.queued = time.Now()
 	switch s.q.push(j) {
@@ -510,7 +513,9 @@ func (s *Scheduler) RestartAll() {
 // Stop stops taking work, lets in-flight and queued jobs finish until ctx ends, then fails what
 // is left with ErrStopping, stops the workers and closes their runners.
 func (s *Scheduler) Stop(ctx context.Context) error {
+	s.stopMu.Lock()
 	s.stopping.Store(true)
+	s.stopMu.Unlock()
 	drained := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
@@ -537,6 +542,20 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	return err
+}
+
+// enter counts a job in flight unless the scheduler is stopping. A WaitGroup's Add must not
+// race its Wait once the count may be zero, so the stopping check and the Add happen under
+// stopMu, which Stop holds while it sets stopping: every job either entered before Stop began
+// waiting (and is waited for) or is refused.
+func (s *Scheduler) enter() bool {
+	s.stopMu.Lock()
+	defer s.stopMu.Unlock()
+	if s.stopping.Load() {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
 }
 
 func (s *Scheduler) updateReady() {

@@ -342,6 +342,38 @@ func TestStopFinishesInFlightAndRefusesNew(t *testing.T) {
 	require.NoError(t, <-stopped)
 }
 
+// Submits and canary probes racing Stop: each is answered (a result or ErrStopping), none hangs,
+// and under -race the in-flight count's Add never races Stop's Wait (the CI failure of
+// stop 24: a probe's Add while Stop waited with the count at zero).
+func TestSubmitsAndProbesRacingStopAreAnsweredWithoutARace(t *testing.T) {
+	for round := range 20 {
+		rec := &canaryRecorder{}
+		cfg := fastCanary()
+		cfg.Tick, cfg.Wait = time.Millisecond, time.Millisecond
+		h := newHarness(t, Config{Canary: rec.config(cfg, false), QueueSize: 64}, false, "")
+		h.s.Start(context.Background())
+		waitFor(t, "ready", h.s.Ready)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := h.s.Submit(context.Background(), sreq(fmt.Sprintf("r%d-%d", round, i)), nil)
+				errs <- err
+			}()
+		}
+		require.NoError(t, h.s.Stop(context.Background()))
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				require.ErrorIs(t, err, ErrStopping)
+			}
+		}
+	}
+}
+
 func TestStopGraceExpiredFailsQueuedJobs(t *testing.T) {
 	h := newHarness(t, Config{}, true, "")
 	h.s.Start(context.Background())
