@@ -3,7 +3,9 @@
 // Lanczos filter (bit-exact fixed-point resampling), scale to [-1, 1] (images) or to {0, 1}
 // (masks: single channel, binarised at 0.5), the masked image, and the mask's nearest-neighbour
 // resize to the latent size (torch's interpolate, as prepare_mask_latents does). Decoding and Pillow's
-// resampling are media/imaging's; this package starts from decoded pixels.
+// filter coefficients are media/imaging's; the resize kernels here (resample.go) compute Pillow's
+// integers faster than imaging.PILResize, fused with the normalisation, and are tested against it.
+// This package starts from decoded pixels.
 package imageproc
 
 import (
@@ -11,8 +13,6 @@ import (
 	"fmt"
 	"image"
 	"math"
-
-	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 )
 
 // ErrMask marks a mask that cannot be read as one channel.
@@ -31,22 +31,12 @@ func Preprocess(img *image.NRGBA, h, w int) (Image, error) {
 	if err := checkSize(img, h, w); err != nil {
 		return Image{}, err
 	}
-	sw, sh := img.Rect.Dx(), img.Rect.Dy()
-	rgb := make([]uint8, 3*sw*sh)
-	for y := range sh {
-		row := img.Pix[img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y):]
-		for x := range sw {
-			copy(rgb[3*(y*sw+x):3*(y*sw+x)+3], row[4*x:4*x+3])
-		}
+	src := source{
+		Pix: img.Pix[img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y):], Stride: img.Stride,
+		BPP: 4, Ch: 3, W: img.Rect.Dx(), H: img.Rect.Dy(),
 	}
-	px := imaging.PILResize(rgb, sw, sh, 3, w, h, imaging.PILLanczos)
 	out := Image{C: 3, H: h, W: w, Pix: make([]float32, 3*h*w)}
-	plane := h * w
-	r, g, b := out.Pix[:plane], out.Pix[plane:2*plane], out.Pix[2*plane:]
-	for i := range plane {
-		p := px[3*i : 3*i+3]
-		r[i], g[i], b[i] = unit[p[0]], unit[p[1]], unit[p[2]]
-	}
+	resize(src, w, h, &unit, out.Pix)
 	return out, nil
 }
 
@@ -126,6 +116,16 @@ func color8(img image.Image, x, y int) [4]uint8 {
 	return [4]uint8{un(r), un(g), un(b), uint8(a >> 8)}
 }
 
+// binarise maps a byte to the binarised mask value: 1 where v/255 (float32) >= 0.5, else 0.
+var binarise = func() (t [256]float32) {
+	for v := range t {
+		if float32(v)/255 >= 0.5 {
+			t[v] = 1
+		}
+	}
+	return t
+}()
+
 // PreprocessMask is the inpainting mask processor (VaeImageProcessor with do_normalize False,
 // do_binarize and do_convert_grayscale): PIL's Lanczos resize of the channel to h x w, x/255,
 // then 0 below 0.5 and 1 from it. The result is [1, h, w].
@@ -133,18 +133,12 @@ func PreprocessMask(mask *image.Gray, h, w int) (Image, error) {
 	if mask == nil || h <= 0 || w <= 0 || mask.Rect.Empty() {
 		return Image{}, fmt.Errorf("imageproc: empty mask or size %dx%d", w, h)
 	}
-	sw, sh := mask.Rect.Dx(), mask.Rect.Dy()
-	g := make([]uint8, sw*sh)
-	for y := range sh {
-		copy(g[y*sw:(y+1)*sw], mask.Pix[mask.PixOffset(mask.Rect.Min.X, mask.Rect.Min.Y+y):])
+	src := source{
+		Pix: mask.Pix[mask.PixOffset(mask.Rect.Min.X, mask.Rect.Min.Y):], Stride: mask.Stride,
+		BPP: 1, Ch: 1, W: mask.Rect.Dx(), H: mask.Rect.Dy(),
 	}
-	px := imaging.PILResize(g, sw, sh, 1, w, h, imaging.PILLanczos)
 	out := Image{C: 1, H: h, W: w, Pix: make([]float32, h*w)}
-	for i, v := range px {
-		if float32(v)/255 >= 0.5 {
-			out.Pix[i] = 1
-		}
-	}
+	resize(src, w, h, &binarise, out.Pix)
 	return out, nil
 }
 
