@@ -266,3 +266,27 @@ func TestResizeMatchesPILResize(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneHeadroom checks what the two-lane sums and the lut rely on: for every size pair the
+// absolute sum of an output's fixed-point Lanczos weights keeps 255 times it (plus the rounding
+// offset) inside an int32 and its top bits inside the lut's [-512, 512) (it peaks near 1.57).
+func TestLaneHeadroom(t *testing.T) {
+	sizes := []int{1920, 1080, 1024, 4000}
+	for n := 1; n <= 128; n++ {
+		sizes = append(sizes, n)
+	}
+	for _, in := range sizes {
+		for _, out := range sizes {
+			c := imaging.NewPILCoeffs(in, out, imaging.PILLanczos)
+			for i := range out {
+				var s int64
+				for _, k := range c.K[i*c.KSize : i*c.KSize+c.Bounds[2*i+1]] {
+					s += max(int64(k), -int64(k))
+				}
+				if 255*s+1<<(imaging.PILPrecisionBits-1) >= 1<<31 || 255*s>>imaging.PILPrecisionBits >= 511 {
+					t.Fatalf("%d -> %d, output %d: weights' absolute sum %d too large", in, out, i, s)
+				}
+			}
+		}
+	}
+}

@@ -59,7 +59,7 @@ func newWindow(inSize, outSize int) window {
 }
 
 // source is 8-bit pixels read in place: row y starts at Pix[y*Stride], a pixel is BPP bytes of
-// which the first Ch are used.
+// which the first Ch are used: NRGBA as RGB (BPP 4, Ch 3) or Gray (BPP 1, Ch 1).
 type source struct {
 	Pix             []uint8
 	Stride, BPP, Ch int
@@ -125,34 +125,23 @@ func horizontal(src source, ow int) []uint8 {
 		if y+1 < src.H {
 			r1 = src.Pix[(y+1)*src.Stride : (y+1)*src.Stride+src.W*src.BPP]
 		}
-		switch {
-		case ch == 3:
-			pack3(packed3, r0, r1, src.BPP)
+		if ch == 3 {
+			pack3(packed3, r0, r1)
 			horizontal3(mid[y*ow:], plane, ow, src.H-y, packed3, win)
-		case ch == 1 && src.BPP == 1:
+		} else {
 			pack1(packed, r0, r1)
 			horizontal1(mid[y*ow:], ow, src.H-y, packed, win)
-		default:
-			packN(packed, r0, r1, src.BPP, ch)
-			horizontalN(mid[y*ow:], plane, ow, src.H-y, ch, packed, win)
 		}
 	}
 	return mid
 }
 
-// pack3 interleaves the first three channels of two rows into lanes.
-func pack3(packed [][3]uint64, r0, r1 []uint8, bpp int) {
-	if bpp == 4 {
-		r0, r1 = r0[:4*len(packed)], r1[:4*len(packed)]
-		for x := range packed {
-			v := uint64(binary.LittleEndian.Uint32(r0[4*x:])) | uint64(binary.LittleEndian.Uint32(r1[4*x:]))<<32
-			packed[x] = [3]uint64{v & mask32, v >> 8 & mask32, v >> 16 & mask32}
-		}
-		return
-	}
+// pack3 interleaves red, green and blue of two NRGBA rows into lanes.
+func pack3(packed [][3]uint64, r0, r1 []uint8) {
+	r0, r1 = r0[:4*len(packed)], r1[:4*len(packed)]
 	for x := range packed {
-		a, b := r0[x*bpp:x*bpp+3], r1[x*bpp:x*bpp+3]
-		packed[x] = [3]uint64{uint64(a[0]) | uint64(b[0])<<32, uint64(a[1]) | uint64(b[1])<<32, uint64(a[2]) | uint64(b[2])<<32}
+		v := uint64(binary.LittleEndian.Uint32(r0[4*x:])) | uint64(binary.LittleEndian.Uint32(r1[4*x:]))<<32
+		packed[x] = [3]uint64{v & mask32, v >> 8 & mask32, v >> 16 & mask32}
 	}
 }
 
@@ -162,15 +151,6 @@ func pack1(packed []uint64, r0, r1 []uint8) {
 	packed = packed[:len(r0)]
 	for x, v := range r0 {
 		packed[x] = uint64(v) | uint64(r1[x])<<32
-	}
-}
-
-// packN interleaves the first ch channels of two rows into lanes: packed[x*ch+c].
-func packN(packed []uint64, r0, r1 []uint8, bpp, ch int) {
-	for x := range len(packed) / ch {
-		for c := range ch {
-			packed[x*ch+c] = uint64(r0[x*bpp+c]) | uint64(r1[x*bpp+c])<<32
-		}
 	}
 }
 
@@ -193,6 +173,8 @@ func horizontal1(dst []uint8, ow, rows int, packed []uint64, win window) {
 }
 
 // dot1 is one output's two-lane sum over its window (len(p) == len(k)).
+//
+//go:noinline // inlined, its accumulators spill to the stack in the caller's loop
 func dot1(k, p []uint64) uint64 {
 	s, t := uint64(half), uint64(0)
 	p = p[:len(k)]
@@ -219,6 +201,8 @@ func horizontal3(dst []uint8, plane, ow, rows int, px [][3]uint64, win window) {
 }
 
 // dot3 is one output's two-lane sums of three channels over its window (len(p) == len(k)).
+//
+//go:noinline // inlined, its accumulators spill to the stack in the caller's loop
 func dot3(k []uint64, p [][3]uint64) (s0, s1, s2 uint64) {
 	s0, s1, s2 = half, half, half
 	p = p[:len(k)]
@@ -231,22 +215,7 @@ func dot3(k []uint64, p [][3]uint64) (s0, s1, s2 uint64) {
 	return s0, s1, s2
 }
 
-func horizontalN(dst []uint8, plane, ow, rows, ch int, packed []uint64, win window) {
-	size := win.Size
-	for x := range ow {
-		k := win.K[x*size : (x+1)*size]
-		p := packed[ch*win.Start[x]:]
-		for c := range ch {
-			s := uint64(half)
-			for i, kv := range k {
-				s += p[i*ch+c] * kv
-			}
-			put(dst[c*plane+x:], ow, rows, s)
-		}
-	}
-}
-
-// lut is a 256-entry output table indexed by a fixed-point sum shifted down by
+// lut is the output table indexed by a fixed-point sum shifted down by
 // PILPrecisionBits, before clipping: entry q+512 is table[clamp(q, 0, 255)], which is
 // table[PILClip8(v)] for v>>PILPrecisionBits == q. A sum of bytes times Lanczos weights
 // normalised to one stays far inside [-512, 512) (the weights' absolute sum is under 2).
@@ -301,6 +270,8 @@ func vertical(in []uint8, w, h, oh int, t *lut, out []float32) {
 }
 
 // col8 is the two-lane sums of eight columns from x over the rows at offs (len(offs) == len(k)).
+//
+//go:noinline // inlined, its accumulators spill to the stack in the caller's loop
 func col8(in []uint8, offs []int, k []uint64, x int) (a0, a1, a2, a3 uint64) {
 	a0, a1, a2, a3 = half, half, half, half
 	offs = offs[:len(k)]
