@@ -371,6 +371,11 @@ func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome
 	defer cancel(nil)
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer stop()
+	if ctx.Err() != nil {
+		// AfterFunc calls its function in a goroutine of its own, perhaps only after the
+		// whole image is made: a batch context that has already ended ends the task now.
+		cancel(context.Cause(ctx))
+	}
 	img, err := r.generate(tctx, t, req)
 	if err != nil {
 		return runners.Outcome{Err: err}

@@ -270,6 +270,30 @@ func TestRunnerCancel(t *testing.T) {
 	require.ErrorIs(t, out[0].Err, context.Canceled)
 }
 
+// lateContext has ended, but what context.AfterFunc registers on it never runs: the moment, on
+// a loaded machine, before the goroutine AfterFunc starts is scheduled (a test double; a real
+// context's Done is closed by then).
+type lateContext struct{ context.Context }
+
+func (lateContext) Err() error { return context.Canceled }
+
+// A batch context that has already ended ends every task before its first step, however late
+// AfterFunc's goroutine runs: under load the whole image was made (the intermittent failure of
+// TestRunnerCancel's last check).
+func TestRunnerEndedBatchRunsNoStep(t *testing.T) {
+	r := warmRunner(t, testConfig(t, SDXL, writeTinyWeights(t)))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i, bctx := range []context.Context{lateContext{context.Background()}, ended, ended, ended} {
+		steps := 0
+		task := runners.Task{Ctx: context.Background(), Request: &runners.ImageRequest{Prompt: "the", NumInferenceSteps: 2, GuidanceScale: 5},
+			Progress: func(int, int) { steps++ }}
+		out := r.Run(bctx, []runners.Task{task})
+		require.ErrorIs(t, out[0].Err, context.Canceled, "run %d", i)
+		require.Zero(t, steps, "run %d: a step ran after the batch context ended", i)
+	}
+}
+
 func TestRunnerEmitFailure(t *testing.T) {
 	r := warmRunner(t, testConfig(t, SDXL, writeTinyWeights(t)))
 	req := &runners.ImageRequest{Prompt: "the", NumInferenceSteps: 8, GuidanceScale: 5, Seed: seed(1), PartialImages: 3}

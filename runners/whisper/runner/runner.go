@@ -287,6 +287,11 @@ func (r *Runner) runTask(ctx context.Context, model transcribe.Model, t runners.
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
+	if ctx.Err() != nil {
+		// AfterFunc calls cancel in a goroutine of its own, perhaps only after the whole
+		// transcription: a batch context that has already ended ends the task now.
+		cancel()
+	}
 	res, err := r.transcribe(tctx, model, t, req)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && parent.Err() == nil && !errors.Is(err, ctxErr) {
