@@ -56,6 +56,15 @@ const (
 	maxTemperatures = 20
 )
 
+// pythonAudioFields are the fields of HEAD's AudioProcessingRequest
+// (domain/audio_processing_request.py; its multipart form in open_ai_api/audio.py has the same
+// names), every one read by parseAudioUpload. A Python-dialect transcription may hold these
+// and no other: an unknown JSON key or form field is a 422 naming it (pydantic and FastAPI's
+// forms would ignore it).
+var pythonAudioFields = []string{"file", "stream", "response_format", "is_preprocessing_enabled",
+	"perform_diarization", "temperatures", "compression_ratio_threshold", "logprob_threshold",
+	"no_speech_threshold", "return_timestamps", "prompt"}
+
 // pythonAudioFormats are HEAD's audio response formats.
 var pythonAudioFormats = []string{"json", "verbose_json", "text"}
 
@@ -118,6 +127,7 @@ func readAudioFields(b *body, up *audioUpload) error {
 	up.noSpeech = optFloat(b, "no_speech_threshold", defaultNoSpeechThreshold)
 	up.returnTimestamps = b.bool("return_timestamps", false)
 	up.prompt, _ = b.strMax("prompt", false, maxPromptChars)
+	b.forbidExtra(pythonAudioFields)
 	if err := b.err(); err != nil {
 		return err
 	}
@@ -202,8 +212,8 @@ func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error)
 		if len(v) > maxOpenAIFieldBytes {
 			return httpErr(http.StatusBadRequest, "form field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
 		}
-		// Unknown form fields are ignored, as FastAPI does (OpenAI's were refused by the
-		// dialect check).
+		// Unknown form fields are refused by readAudioFields (FastAPI would ignore them;
+		// OpenAI's were refused by the dialect check).
 		raw, _ := json.Marshal(string(v))
 		b.raw[name] = raw
 		return nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -28,6 +29,15 @@ type cnnUpload struct {
 	minConfidence  float64
 	responseFormat string
 }
+
+// cnnFields are the fields of HEAD's ImageSearchRequest (domain/image_search_request.py):
+// the JSON body's, with the image base64 in prompt. The multipart form (open_ai_api/cnn.py)
+// has file instead of prompt. Any other key or form field is a 422 naming it (pydantic and
+// FastAPI's forms would ignore it).
+var (
+	cnnFields          = []string{"prompt", "top_k", "response_format", "min_confidence"}
+	cnnMultipartFields = []string{"file", "top_k", "response_format", "min_confidence"}
+)
 
 // parseCNNUpload reads JSON {"prompt": base64 image, "top_k", "min_confidence",
 // "response_format"} or multipart with a "file" part and the same fields (the newer Python
@@ -72,6 +82,7 @@ func parseCNNUpload(r *http.Request) (*cnnUpload, error) {
 		up.image = img
 	}
 	checkResponseFormat(b, up.responseFormat)
+	b.forbidExtra(cnnFields)
 	if err := b.err(); err != nil {
 		return nil, err
 	}
@@ -88,7 +99,7 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 	if boundary == "" {
 		return httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
-	b := &body{input: map[string]any{}}
+	b := &body{raw: map[string]json.RawMessage{}, input: map[string]any{}}
 	gotFile := false
 	tooMany := func() error {
 		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
@@ -110,6 +121,9 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 			}
 		case "response_format":
 			up.responseFormat = val
+		default: // not a field of the form: refused below, by name
+			raw, _ := json.Marshal(val)
+			b.raw[name] = raw
 		}
 		return nil
 	})
@@ -120,6 +134,7 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 		b.add("missing", []any{"file"}, "Field required", nil, nil)
 	}
 	checkResponseFormat(b, up.responseFormat)
+	b.forbidExtra(cnnMultipartFields)
 	return b.err()
 }
 

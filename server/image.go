@@ -56,13 +56,24 @@ func minStepsFor(runner string) int {
 	return 12
 }
 
-// parseImageRequest validates the body like the Python server's (HEAD) ImageGenerateRequest.
+// imageGenerateFields are the fields of HEAD's ImageGenerateRequest
+// (domain/image_generate_request.py), every one read by parseImageFields. A Python-dialect
+// image body may hold these and no other: pydantic would ignore any other key, this server
+// refuses it (422 extra_forbidden naming it) instead of accepting and ignoring it.
+var imageGenerateFields = []string{"prompt", "negative_prompt", "num_inference_steps", "seed",
+	"number_of_images", "image_return_format", "image_quality", "guidance_scale", "prompt_2",
+	"negative_prompt_2", "crop_coords_top_left", "guidance_rescale", "timesteps", "sigmas",
+	"lora_path", "lora_scale"}
+
+// parseImageRequest validates the body like the Python server's (HEAD) ImageGenerateRequest,
+// with pydantic's extra="forbid": a key the schema lacks is a 422 naming it.
 func parseImageRequest(data []byte, d imageDefaults) (*imageRequest, error) {
 	b, err := parseBody(data)
 	if err != nil {
 		return nil, err
 	}
 	r := parseImageFields(b, d)
+	b.forbidExtra(imageGenerateFields)
 	if err := b.err(); err != nil {
 		return nil, err
 	}

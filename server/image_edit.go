@@ -44,6 +44,11 @@ var imageInputRule = dialectRule{
 	multipart: dialectOpenAI,
 }
 
+// imageInputFields are the fields HEAD's ImageToImageRequest (image, strength) and
+// ImageEditRequest (mask) add to ImageGenerateRequest; with imageGenerateFields they are all a
+// Python-dialect body on these routes may hold (mask on image-to-image has its own 422).
+var imageInputFields = []string{"image", "strength", "mask"}
+
 // imageInputRoute is how a runner takes images: its /v1 path and legacy twin, and whether it
 // inpaints (a mask is required).
 type imageInputRoute struct {
@@ -163,6 +168,7 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 		if v := b.float("strength", false); v != nil && b.rangeCheck("strength", *v, 0, 1, true, rawInput(b, "strength")) {
 			req.Strength = *v
 		}
+		b.forbidExtra(imageGenerateFields, imageInputFields)
 		if err := b.err(); err != nil {
 			s.fail(c, err)
 			return

@@ -108,7 +108,7 @@ func TestParseImageRequest(t *testing.T) {
 			}},
 		{name: "null number_of_images is the default", body: `{"prompt":"a","guidance_scale":5,"number_of_images":null}`,
 			check: func(t *testing.T, r *imageRequest) { require.Equal(t, 1, r.NumberOfImages) }},
-		{name: "unknown fields ignored", body: `{"prompt":"a","guidance_scale":5,"width":512}`},
+		{name: "unknown field refused by name", body: `{"prompt":"a","guidance_scale":5,"width":512}`, wantType: "extra_forbidden", wantLoc: []any{"body", "width"}},
 		{name: "missing prompt", body: `{"guidance_scale":5}`, wantType: "missing", wantLoc: []any{"body", "prompt"}},
 		{name: "guidance defaults to 5 (HEAD)", body: `{"prompt":"a"}`, check: func(t *testing.T, r *imageRequest) {
 			require.Equal(t, 5.0, r.GuidanceScale)

@@ -110,6 +110,10 @@ func imageRequestSchemaFor(runner string) (json.RawMessage, error) {
 		}
 	}
 	schema["title"] = title
+	// Flattened into one object, it can say what the handlers do: a field it does not list is
+	// refused (422 extra_forbidden), not ignored. (The spec's own schemas compose with allOf,
+	// where additionalProperties would refuse the extension's fields, so they say it in words.)
+	schema["additionalProperties"] = false
 	out, err := json.Marshal(schema)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,8 +16,9 @@ import (
 const maxListItems = 1000
 
 // body reads a JSON object field by field with pydantic v2's lax rules (what the Python
-// server's clients rely on: "5" is a fine float, 5.0 a fine int, unknown keys are ignored)
-// and collects FastAPI-style errors for the 422 answer.
+// server's clients rely on: "5" is a fine float, 5.0 a fine int) and collects FastAPI-style
+// errors for the 422 answer. Unlike pydantic's default, a key the schema does not have is not
+// ignored: forbidExtra refuses it, as pydantic's extra="forbid" does.
 type body struct {
 	raw   map[string]json.RawMessage
 	data  []byte
@@ -95,6 +97,41 @@ func (b *body) value(name string) (v any, present bool) {
 	dec.UseNumber()
 	_ = dec.Decode(&v) // already valid JSON
 	return v, true
+}
+
+// forbidExtra adds pydantic's extra="forbid" error (422, type extra_forbidden, loc
+// ["body", name]) for every top-level key of b that is not one of schema's fields: a field
+// this server does not read would otherwise be accepted and ignored. Keys are reported in
+// sorted order.
+func (b *body) forbidExtra(schema ...[]string) {
+	var extra []string
+	for k := range b.raw {
+		if !inAny(k, schema) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	for _, k := range extra {
+		b.extraForbidden(k)
+	}
+}
+
+// extraForbidden adds the extra_forbidden error of one field.
+func (b *body) extraForbidden(name string) {
+	v, _ := b.value(name)
+	if s, ok := v.(string); ok {
+		v = shorten(s)
+	}
+	b.add("extra_forbidden", []any{name}, "Extra inputs are not permitted", v, nil)
+}
+
+func inAny(name string, lists [][]string) bool {
+	for _, l := range lists {
+		if slices.Contains(l, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *body) missing(name string) {

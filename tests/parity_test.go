@@ -108,14 +108,25 @@ func TestHEADImageClients(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, r.Status, "%s", r)
 		require.Contains(t, r.obj(t)["detail"], "'size'")
 	})
+	t.Run("a field HEAD's schema lacks is a 422 naming it, not ignored", func(t *testing.T) {
+		for _, path := range []string{"/v1/images/generations", "/image/generations"} {
+			r := s.postJSON(t, path, `{"prompt":"a","num_inference_steps":12,"width":512}`)
+			require.Equalf(t, http.StatusUnprocessableEntity, r.Status, "%s %s", path, r)
+			item := r.obj(t)["detail"].([]any)[0].(map[string]any)
+			require.Equal(t, "extra_forbidden", item["type"])
+			require.Equal(t, []any{"body", "width"}, item["loc"])
+		}
+	})
 	t.Run("/v1/models: SERVED_MODEL_NAME first, image schema", func(t *testing.T) {
 		r := do(t, http.MethodGet, s.URL+"/v1/models", nil, "Authorization", bearer)
 		require.Equal(t, http.StatusOK, r.Status)
 		data := r.obj(t)["data"].([]any)
 		first := data[0].(map[string]any)
 		require.Equal(t, "sdxl-prod", first["id"])
-		props := first["schema"].(map[string]any)["properties"].(map[string]any)
+		schema := first["schema"].(map[string]any)
+		props := schema["properties"].(map[string]any)
 		require.Contains(t, props, "image_return_format")
+		require.Equal(t, false, schema["additionalProperties"], "other fields are refused")
 	})
 }
 
@@ -175,6 +186,14 @@ func TestHEADAudioClients(t *testing.T) {
 		require.True(t, strings.HasSuffix(string(r.Body), "\n"))
 		require.NotContains(t, string(r.Body), "{", "text chunks, no JSON result line")
 	})
+	t.Run("unknown fields are a 422 naming them (JSON and multipart)", func(t *testing.T) {
+		r := s.postJSON(t, "/audio/transcriptions", fileJSON+`,"beam_size":5}`)
+		require.Equalf(t, http.StatusUnprocessableEntity, r.Status, "%s", r)
+		require.Equal(t, []any{"body", "beam_size"}, r.obj(t)["detail"].([]any)[0].(map[string]any)["loc"])
+		r = s.postMultipart(t, "/v1/audio/transcriptions", file("a.wav", "audio/wav", wav), field("word_timestamps", "true"))
+		require.Equalf(t, http.StatusUnprocessableEntity, r.Status, "%s", r)
+		require.Equal(t, []any{"body", "word_timestamps"}, r.obj(t)["detail"].([]any)[0].(map[string]any)["loc"])
+	})
 	t.Run("perform_diarization is refused, not ignored", func(t *testing.T) {
 		r := s.postJSON(t, "/v1/audio/transcriptions", fileJSON+`,"perform_diarization":true}`)
 		require.Equal(t, http.StatusBadRequest, r.Status, "%s", r)
@@ -203,6 +222,11 @@ func TestHEADCNNClients(t *testing.T) {
 	require.IsType(t, "", r.obj(t)["image_data"].([]any)[0], "verbose_json is a CSV line")
 	legacy := s.postJSON(t, "/cnn/search-image", `{"prompt":"`+img+`"}`)
 	requireDeprecated(t, legacy, "/v1/cnn/search-image")
+	for _, path := range []string{"/v1/cnn/search-image", "/cnn/search-image"} {
+		r = s.postJSON(t, path, `{"prompt":"`+img+`","top_n":5}`)
+		require.Equalf(t, http.StatusUnprocessableEntity, r.Status, "%s %s", path, r)
+		require.Equal(t, []any{"body", "top_n"}, r.obj(t)["detail"].([]any)[0].(map[string]any)["loc"], "unknown fields are named, not ignored")
+	}
 }
 
 // TestCanaryMonitor runs HEAD's canary monitor on the real binary: idle probes are real
