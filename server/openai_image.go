@@ -54,17 +54,18 @@ func errStyle(v string) error {
 	return invalidParam("style", "style %q is not supported: style is a dall-e-3 option and this model has no style control; drop the field", v)
 }
 
-// checkModeration honours moderation "low" (OpenAI's least restrictive filtering; this server
-// runs no content moderation at all) and refuses "auto" (OpenAI's standard filtering, which
-// it cannot apply) and anything else.
+// checkModeration accepts OpenAI's two values. This server runs no content moderation, at
+// any level. "low" asks for the least filtering: honoured. "auto" is OpenAI's default, what a
+// request without the field gets; it asks for the provider's default level, which here is
+// none, so it is the same request as one without the field (refusing it while accepting the
+// field's absence would refuse OpenAI's own default, as the official SDKs' users write it, for
+// no gain). docs/API.md says that no moderation runs; other values are a 400.
 func checkModeration(v string) error {
 	switch v {
-	case "low":
+	case "low", "auto":
 		return nil
-	case "auto":
-		return invalidParam("moderation", "moderation \"auto\" (standard content filtering) is not supported: this server runs no content moderation; send \"low\" or drop the field")
 	}
-	return invalidParam("moderation", "moderation %q is not supported; this server runs no content moderation (accepted: low)", v)
+	return invalidParam("moderation", "moderation %q is not supported; accepted: auto (the default) or low; this server runs no content moderation at any level", v)
 }
 
 // maxPartialImages is OpenAI's upper bound of partial_images.
@@ -87,8 +88,8 @@ const (
 //   - output_compression 0..100: the JPEG (0 counts as 1) or WebP quality; absent →
 //     IMAGE_QUALITY; ignored for png, as OpenAI ignores it;
 //   - quality: low → 12 steps, high and hd → 40, auto/standard/medium → NUM_INFERENCE_STEPS;
-//   - style: refused (400, param style; a dall-e-3 option these models lack); moderation: "low"
-//     (no content moderation is run), "auto" refused; user: an end-user id of at most 256 bytes,
+//   - style: refused (400, param style; a dall-e-3 option these models lack); moderation: "auto"
+//     (the default) or "low", both meaning no moderation (none runs here); user: an end-user id of at most 256 bytes,
 //     written to the request's access-log line;
 //   - background: auto or opaque; transparent is refused (the models render no alpha);
 //   - stream: true answers Server-Sent Events (see streamOpenAIImage); partial_images 0..3 is

@@ -515,7 +515,8 @@ func TestOpenAIImageGeneration(t *testing.T) {
 		{`{"prompt":"a","style":"cartoon"}`, "style"},
 		{`{"prompt":"a","style":"vivid"}`, "style"},
 		{`{"prompt":"a","style":"natural"}`, "style"},
-		{`{"prompt":"a","moderation":"auto"}`, "moderation"},
+		{`{"prompt":"a","moderation":"high"}`, "moderation"},
+		{`{"prompt":"a","moderation":""}`, "moderation"},
 		{`{"prompt":"a","moderation":"strict"}`, "moderation"},
 		{`{"prompt":"a","user":"` + strings.Repeat("u", maxEndUser+1) + `"}`, "user"},
 		{`{"prompt":"a","background":"transparent"}`, "background"},
@@ -670,4 +671,26 @@ func TestV1RoutesSpeakBothDialects(t *testing.T) {
 	w = do(h, "POST", "/v1/cnn/search-image", "application/json", "", []byte(`{}`))
 	require.Equal(t, 401, w.Code)
 	require.JSONEq(t, `{"detail":"Not authenticated"}`, w.Body.String())
+}
+
+// TestOpenAIImageModeration: OpenAI's two moderation values are accepted (no moderation runs
+// here at any level, so both mean the default, none); any other value is a 400 naming it.
+func TestOpenAIImageModeration(t *testing.T) {
+	h := newOpenAIServer(runners.ServiceImage, "tt-sdxl-trace", imageFake())
+	for _, tc := range []struct {
+		value  string
+		status int
+	}{
+		{`"auto"`, 200}, {`"low"`, 200}, {`null`, 200},
+		{`"high"`, 400}, {`"AUTO"`, 400}, {`""`, 400}, {`1`, 400},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			w := dialectReq(h, "/v1/images/generations", "application/json", []byte(`{"prompt":"a","n":1,"moderation":`+tc.value+`}`))
+			require.Equal(t, tc.status, w.Code, w.Body.String())
+			require.Equal(t, "openai", w.Header().Get(dialectHeader))
+			if tc.status != 200 {
+				requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "moderation", nil)
+			}
+		})
+	}
 }

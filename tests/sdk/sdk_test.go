@@ -115,6 +115,8 @@ func TestGoSDK(t *testing.T) {
 		res, err := img.Images.Generate(ctx, openai.ImageGenerateParams{
 			Prompt: "a volcano on a beach", OutputFormat: openai.ImageGenerateParamsOutputFormatWebP,
 			OutputCompression: openai.Int(70),
+			// OpenAI's default, written out as SDK users do: the server's default level (none).
+			Moderation: openai.ImageGenerateParamsModerationAuto,
 		})
 		require.NoError(t, err)
 		require.Len(t, res.Data, 1)
