@@ -53,6 +53,18 @@ func (c pyFieldsCase) do(t *testing.T, h http.Handler, path string) *httptest.Re
 	return dialectReq(h, path, ct, body)
 }
 
+// eachPath sends the case to each of its paths on a fresh server, in subtests named
+// name+path, and hands the server, its scheduler, the path and the answer to check.
+func (c pyFieldsCase) eachPath(t *testing.T, name string, check func(t *testing.T, h http.Handler, f *fakeSched, path string, w *httptest.ResponseRecorder)) {
+	t.Helper()
+	for _, path := range c.paths {
+		t.Run(name+" "+path, func(t *testing.T) {
+			h, f := pythonFieldsServer(t, c.svc, c.runner)
+			check(t, h, f, path, c.do(t, h, path))
+		})
+	}
+}
+
 // detailItems decodes FastAPI's 422 {"detail": [...]}.
 func detailItems(t *testing.T, body []byte) []fieldError {
 	t.Helper()
@@ -136,28 +148,25 @@ func TestPythonDialectRefusesUnknownFields(t *testing.T) {
 			unknown: []string{"prompt"}},
 	}
 	for _, tc := range tests {
-		for _, path := range tc.bad.paths {
-			t.Run(tc.name+" "+path, func(t *testing.T) {
-				h, f := pythonFieldsServer(t, tc.bad.svc, tc.bad.runner)
-				w := tc.bad.do(t, h, path)
-				require.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
-				if tc.bad.svc != runners.ServiceCNN { // CNN routes speak one dialect: no header
-					require.Equal(t, "python", w.Header().Get(dialectHeader))
-				}
-				items := detailItems(t, w.Body.Bytes())
-				require.Len(t, items, len(tc.unknown), "%+v", items)
-				for i, name := range tc.unknown {
-					require.Equal(t, "extra_forbidden", items[i].Type)
-					require.Equal(t, []any{"body", name}, items[i].Loc)
-					require.Equal(t, "Extra inputs are not permitted", items[i].Msg)
-				}
-				require.Nil(t, f.last, "a refused request must not be queued")
+		tc.bad.eachPath(t, tc.name, func(t *testing.T, h http.Handler, f *fakeSched, path string, w *httptest.ResponseRecorder) {
+			require.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
+			if tc.bad.svc != runners.ServiceCNN { // CNN routes speak one dialect: no header
+				require.Equal(t, "python", w.Header().Get(dialectHeader))
+			}
+			items := detailItems(t, w.Body.Bytes())
+			require.Len(t, items, len(tc.unknown), "%+v", items)
+			for i, name := range tc.unknown {
+				require.Equal(t, "extra_forbidden", items[i].Type)
+				require.Equal(t, []any{"body", name}, items[i].Loc)
+				require.Equal(t, "Extra inputs are not permitted", items[i].Msg)
+			}
+			require.Nil(t, f.last, "a refused request must not be queued")
 
-				w = tc.ok.do(t, h, path)
-				require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-				require.NotNil(t, f.last)
-			})
-		}
+			// The same body without the unknown fields, on the same path and server.
+			w = tc.ok.do(t, h, path)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			require.NotNil(t, f.last)
+		})
 	}
 }
 
@@ -253,13 +262,9 @@ func TestHEADClientBodies(t *testing.T) {
 			form: []string{"response_format", "verbose_json", "top_k", "3", "min_confidence", "70.0"}}},
 	}
 	for _, tc := range tests {
-		for _, path := range tc.c.paths {
-			t.Run(tc.name+" "+path, func(t *testing.T) {
-				h, f := pythonFieldsServer(t, tc.c.svc, tc.c.runner)
-				w := tc.c.do(t, h, path)
-				require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-				require.NotNil(t, f.last)
-			})
-		}
+		tc.c.eachPath(t, tc.name, func(t *testing.T, _ http.Handler, f *fakeSched, _ string, w *httptest.ResponseRecorder) {
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			require.NotNil(t, f.last)
+		})
 	}
 }
