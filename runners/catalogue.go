@@ -60,6 +60,9 @@ type Device struct {
 // function's tensors — is in runners/programs (Contract).
 type Program struct {
 	Name string
+	// SimOnly: only the simulator loads it (the SDXL LoRA fuse stand-in); the metal backend
+	// needs no .ttnn of it (docs/DEVICE-PROGRAMS.md).
+	SimOnly bool
 }
 
 // Contract returns the program's declaration (runners/programs), which both backends check a
@@ -92,6 +95,16 @@ const (
 	resnetBatch       = 3.404e-3 // s per resnet50 batch
 )
 
+// sdxlPrograms are the SDXL pipeline's programs with the given UNet (and the VAE encoder of
+// image-to-image and inpainting).
+func sdxlPrograms(unet string, vaeEncoder bool) []Program {
+	ps := []Program{{Name: "sdxl-text-encoder"}, {Name: "sdxl-text-encoder-2"}, {Name: unet}, {Name: "sdxl-vae"}}
+	if vaeEncoder {
+		ps = append(ps, Program{Name: "sdxl-vae-encoder"})
+	}
+	return append(ps, Program{Name: "sdxl-lora-fuse", SimOnly: true})
+}
+
 var (
 	imageSim = Simulation{Programs: []string{"sdxl-unet", "sdxl-vae"}, Traced: "sdxl-unet", UnitSeconds: sdxlUNetStep}
 	cnnModel = func(name string) Model {
@@ -106,17 +119,19 @@ var (
 var catalogue = []Model{
 	{Name: RunnerSDXL, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Guidance: sdxlGuidance, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-lora-fuse"}}},
+		Sim:    imageSim, Guidance: sdxlGuidance, Programs: sdxlPrograms("sdxl-unet", false)},
 	{Name: RunnerSDXLImg2Img, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Guidance: sdxlGuidance, Programs: []Program{{Name: "sdxl-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
+		Sim:    imageSim, Guidance: sdxlGuidance, Programs: sdxlPrograms("sdxl-unet", true)},
 	{Name: RunnerSDXLEdit, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1},
-		Sim:    imageSim, Guidance: sdxlGuidance, Programs: []Program{{Name: "sdxl-inpaint-unet"}, {Name: "sdxl-vae"}, {Name: "sdxl-vae-encoder"}, {Name: "sdxl-lora-fuse"}}},
+		Sim:    imageSim, Guidance: sdxlGuidance, Programs: sdxlPrograms("sdxl-inpaint-unet", true)},
 	{Name: RunnerSD35, Service: ServiceImage,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true}, Guidance: sd35Guidance,
 		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,
-			PipelineUnitSeconds: sd35DenoiserStep}},
+			PipelineUnitSeconds: sd35DenoiserStep},
+		Programs: []Program{{Name: "sd35-text-encoder"}, {Name: "sd35-text-encoder-2"}, {Name: "sd35-text-encoder-3"},
+			{Name: "sd35-transformer"}, {Name: "sd35-vae"}}},
 	{Name: RunnerWhisper, Service: ServiceAudio,
 		Device: Device{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
 		Sim: Simulation{Programs: []string{"whisper-encoder", "whisper-decoder-step"}, Traced: "whisper-decoder-step",

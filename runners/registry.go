@@ -109,9 +109,9 @@ func (r *Registry) New(name string, spec WorkerSpec) (Runner, error) {
 }
 
 // SimPipelineBlocker says why a runner's real host pipeline (Whisper, SDXL, SD3.5) cannot serve
-// a worker under these settings, or "" when it can. The pipelines' device programs exist as
-// simulator manifests only, so they need mock-device mode, model files in MODEL_WEIGHTS_PATH,
-// and a device of their own: a worker process, a submesh of the shared parent mesh
+// a worker on the simulator under these settings, or "" when it can (the SDXL and SD3.5
+// factories decide DEVICE_BACKEND=metal before asking). It needs mock-device mode, model files
+// in MODEL_WEIGHTS_PATH, and a device of their own: a worker process, a submesh of the shared parent mesh
 // (sharedParent), or the only device group of the process (the simulator, like TT-Metal,
 // opens one device per process). The factories fall back to the mock runners otherwise.
 func SimPipelineBlocker(s *config.Settings, sharedParent bool) string {

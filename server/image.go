@@ -232,6 +232,9 @@ func (s *Server) resolveLoRA(r *runners.ImageRequest) error {
 	if runner := s.pool(runners.ServiceImage).Runner; runner == runners.RunnerSD35 {
 		return httpErr(http.StatusBadRequest, "lora_path: LoRA adapters are supported by the SDXL runners only, not %s", runner)
 	}
+	if s.cfg.DeviceBackend == config.BackendMetal && !s.cfg.Mock {
+		return httpErr(http.StatusBadRequest, "lora_path is not supported on DEVICE_BACKEND=metal: the compiled SDXL programs have no LoRA weight update yet (docs/DEVICE-PROGRAMS.md)")
+	}
 	a, err := s.loras.Load(s.cfg.LoRARoot, r.LoRAPath)
 	if err != nil {
 		return httpErr(http.StatusBadRequest, "lora_path %q: %v", shorten(r.LoRAPath), err)

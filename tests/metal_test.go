@@ -7,12 +7,15 @@ import (
 	"encoding/base64"
 	"image/color"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -85,4 +88,118 @@ func TestMetalResNetBinary(t *testing.T) {
 		again := s.postJSON(t, cnnPath, `{"prompt":"`+img+`","top_k":3,"min_confidence":0}`)
 		require.Equal(t, string(r.Body), string(again.Body), "the same image, the same answer")
 	})
+}
+
+// writeMetalImageWeights makes a MODEL_WEIGHTS_PATH for a diffusion runner on metal: the real
+// CLIP vocabulary (../shared/testdata/clip) and one .ttnn file per program, written from its
+// declaration (mod may change one), the denoiser traced as tt-mlir's trace pass makes it.
+func writeMetalImageWeights(t *testing.T, runner string, mod func(name string, spec *ttnn.ProgramSpec)) string {
+	t.Helper()
+	bpe := filepath.Join(repoRoot, "..", "shared", "testdata", "clip", "bpe_simple_vocab_16e6.txt.gz")
+	_, err := os.Stat(bpe)
+	require.NoError(t, err, "the real CLIP vocabulary (../shared/testdata/clip) is needed")
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(bpe, filepath.Join(dir, "bpe_simple_vocab_16e6.txt.gz")))
+	model, ok := runners.Lookup(runner, nil)
+	require.True(t, ok)
+	for _, p := range model.Programs {
+		if p.SimOnly { // the simulator's LoRA stand-in: no .ttnn on metal
+			continue
+		}
+		name := p.Name
+		spec, ok := programs.Lookup(name) // a copy: mod may change it
+		require.True(t, ok, name)
+		if mod != nil {
+			mod(name, &spec)
+		}
+		progs := ttnnfile.FromSpec(spec)
+		for i := range progs {
+			progs[i].Ops = 4
+			progs[i].Traced = name == "sdxl-unet" || name == "sd35-transformer"
+		}
+		require.NoError(t, ttnnfile.Write(context.Background(), ttnnfile.SDKDir(), programs.MetalPath(dir, name), progs))
+	}
+	return dir
+}
+
+// The real binary (-tags ttnn, over the fake tt::runtime) serving SDXL and SD3.5 with
+// DEVICE_BACKEND=metal: the host pipeline (tokenizer, scheduler, guidance, VAE postprocess)
+// over .ttnn programs written from their declarations. The images are the fake's outputs run
+// through the real pipeline, not a model's.
+func TestMetalImageBinary(t *testing.T) {
+	if os.Getenv(e2e.BinaryEnv) == "" {
+		t.Skip("needs a -tags ttnn server binary in " + e2e.BinaryEnv + " (scripts/check-metal.sh builds one)")
+	}
+	require.NoError(t, ttnnfile.Available(ttnnfile.SDKDir()))
+	env := func(runner, weights string) map[string]string {
+		e := map[string]string{"DEVICE_BACKEND": "metal", "MODEL_RUNNER": runner, "MODEL_WEIGHTS_PATH": weights,
+			"DEVICE_IDS": "(0)", "MOCK_DEVICES_COUNT": "1", "DEFAULT_INFERENCE_TIMEOUT_SECONDS": "120"}
+		if runner == "tt-sd3.5" { // its programs are declared for a T3K's 2x4 mesh
+			e["DEVICE_IDS"], e["DEVICE_MESH_SHAPE"], e["MOCK_DEVICES_COUNT"] = "(0,1,2,3,4,5,6,7)", "(2,4)", "8"
+		}
+		return e
+	}
+	ready := func(t *testing.T, s *server) {
+		t.Helper()
+		s.waitReady(t, 90*time.Second)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, body := s.liveness(t)
+			if body["model_ready"] == true {
+				return
+			}
+			require.False(t, s.exited(), "server exited:\n%s", s.stderr.String())
+			require.True(t, time.Now().Before(deadline), "not ready:\n%s", s.stderr.String())
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	t.Run("a program that differs from its declaration stops the worker's start-up", func(t *testing.T) {
+		s := launch(t, env("tt-sdxl-trace", writeMetalImageWeights(t, "tt-sdxl-trace", func(name string, p *ttnn.ProgramSpec) {
+			if name == "sdxl-vae" {
+				p.Functions[0].Outputs[0].Shape[2], p.Functions[0].Outputs[0].Shape[3] = 512, 512
+			}
+		})))
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(s.stderr.String(), "configuration error, not retried") {
+			require.True(t, time.Now().Before(deadline), "no configuration error in:\n%s", s.stderr.String())
+			time.Sleep(50 * time.Millisecond)
+		}
+		out := s.stderr.String()
+		require.Contains(t, out, "program does not match its declaration: program sdxl-vae (")
+		require.Contains(t, out, "function decode: output 0 (image): shape [1,3,512,512] in the file, [1,3,1024,1024] declared")
+		require.Equal(t, 1, strings.Count(out, "worker warm-up failed"), "not retried")
+		require.NotContains(t, out, "using the simulated image runner", "metal never falls back to the simulator")
+		status, body := s.liveness(t)
+		require.Equal(t, 503, status, "a failed worker: not alive")
+		require.Equal(t, false, body["model_ready"])
+		s.sigterm(t)
+		require.Zero(t, s.waitExit(t, 10*time.Second))
+	})
+
+	for _, runner := range []string{"tt-sdxl-trace", "tt-sd3.5"} {
+		t.Run(runner+" warms up and serves /v1/images/generations on metal", func(t *testing.T) {
+			s := launch(t, env(runner, writeMetalImageWeights(t, runner, nil)))
+			t.Cleanup(func() { s.stopAndCheck(t) })
+			ready(t, s)
+			require.Contains(t, s.stderr.String(), "real pipeline on the metal backend")
+			// The worker process's lines arrive quoted inside the server's (msg=\"...\").
+			require.Regexp(t, `diffusion runner warm\\?"? runner=`+regexp.QuoteMeta(runner)+` .*backend=metal`, s.stderr.String())
+			imgs := generateV1(t, s, `{"prompt": "a red door", "seed": 1, "n": 1, "size": "1024x1024", "num_inference_steps": 12}`)
+			require.Len(t, imgs, 1)
+			requireImage(t, imgs[0], 1024)
+			done := regexp.MustCompile(`diffusion runner: image done\\?"? runner=` + regexp.QuoteMeta(runner) +
+				` text_encodes=1 vae_encodes=0 unet_steps=12 vae_decodes=1 lora_fuse_runs=0 weight_restores=0 strength=0 backend=metal`)
+			require.Len(t, done.FindAllString(s.stderr.String(), -1), 1,
+				"one request: the encoders once, 12 denoiser runs, the VAE once, on metal:\n%s", s.stderr.String())
+			again := generateV1(t, s, `{"prompt": "a red door", "seed": 1, "n": 1, "size": "1024x1024", "num_inference_steps": 12}`)
+			require.Equal(t, imgs, again, "the same request, the same image")
+			require.Len(t, done.FindAllString(s.stderr.String(), -1), 2)
+			if runner == "tt-sdxl-trace" {
+				r := s.postJSON(t, "/v1/images/generations", `{"prompt": "a red door", "lora_path": "style.safetensors"}`)
+				require.Equal(t, 400, r.Status, "%s", r)
+				require.Contains(t, string(r.Body), "lora_path is not supported on DEVICE_BACKEND=metal")
+			}
+		})
+	}
 }

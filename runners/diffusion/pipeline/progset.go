@@ -13,12 +13,18 @@ import (
 )
 
 // progSet is what TTNNDevice (SDXL) and TTNNSD3Device (SD3.5) share: the programs loaded from
-// a scratch directory, the denoiser's captured trace and its outputs, the VAE, the call counts,
-// and the lock that serialises the device's methods.
+// simulator manifests (written to a scratch directory) or from the metal backend's .ttnn files,
+// the denoiser's captured trace and its outputs, the VAE, the call counts, and the lock that
+// serialises the device's methods.
 type progSet struct {
-	mu        sync.Mutex
-	dev       *ttnn.Device
-	dir       string
+	mu  sync.Mutex
+	dev *ttnn.Device
+	dir string // the simulator manifests' scratch directory ("" on metal)
+	// metal is the metal backend's .ttnn directory (MODEL_WEIGHTS_PATH) when the programs come
+	// from there: each is checked against its declaration (runners/programs) when loaded, and
+	// the denoiser's trace is the one compiled into its program (captured by the runtime on the
+	// first run, replayed by every later run), as the backend has no explicit trace calls.
+	metal     string
 	progs     []*program
 	denoiser  *program // the traced program
 	vae       *program
@@ -28,9 +34,13 @@ type progSet struct {
 	stats     Stats
 }
 
-// load makes the scratch directory (named after prefix) and loads the named programs of set,
-// in order, into s.progs.
+// load loads the named programs, in order, into s.progs: from set's simulator manifests
+// (written to a scratch directory named after prefix), or on metal (s.metal set) from
+// <s.metal>/<name>.ttnn, each checked against its declaration.
 func (s *progSet) load(ctx context.Context, set fs.FS, prefix string, names ...string) error {
+	if s.metal != "" {
+		return s.loadMetal(ctx, names)
+	}
 	var err error
 	if s.dir, err = os.MkdirTemp("", prefix); err != nil {
 		return fmt.Errorf("pipeline: program directory: %w", err)
@@ -48,7 +58,8 @@ func (s *progSet) load(ctx context.Context, set fs.FS, prefix string, names ...s
 }
 
 // compileAndCapture runs every program once (the first run compiles a program and must
-// precede a trace capture) and captures one run of s.denoiser in a trace.
+// precede a trace capture) and captures one run of s.denoiser in a trace. On metal the compile
+// run is all: a traced program captures its own trace on that run.
 func (s *progSet) compileAndCapture(ctx context.Context) error {
 	for _, p := range s.progs {
 		outs, err := p.prog.Run(ctx, 0, p.fn.Name, p.inputs...)
@@ -56,6 +67,10 @@ func (s *progSet) compileAndCapture(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("pipeline: compile run of %s: %w", p.name, simdev.DeviceErr(err))
 		}
+	}
+	if s.metal != "" { // the denoiser's compile run captured the trace compiled into it
+		s.stats.TraceCaptures++
+		return nil
 	}
 	tr, outs, err := simdev.Capture(ctx, s.dev, func(ctx context.Context) ([]*ttnn.Tensor, error) {
 		return s.denoiser.prog.Run(ctx, 0, s.denoiser.fn.Name, s.denoiser.inputs...)
@@ -80,15 +95,25 @@ func (s *progSet) step(ctx context.Context, t float32, out string, batch int) ([
 	if err := tt.Write(ctx, 0, ts); err != nil {
 		return nil, fmt.Errorf("pipeline: write timestep: %w", simdev.DeviceErr(err))
 	}
-	if err := s.trace.Replay(ctx, true); err != nil {
-		return nil, fmt.Errorf("pipeline: replay %s trace: %w", s.denoiser.name, simdev.DeviceErr(err))
-	}
-	s.stats.TraceReplays++
 	k, desc, err := s.denoiser.output(out)
 	if err != nil {
 		return nil, err
 	}
-	v, err := readBF16(ctx, s.traceOuts[k], desc)
+	outs := s.traceOuts
+	if s.metal != "" { // the program replays the trace compiled into it
+		outs, err = s.denoiser.prog.Run(ctx, 0, s.denoiser.fn.Name, s.denoiser.inputs...)
+		defer freeAll(outs)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: run %s: %w", s.denoiser.name, simdev.DeviceErr(err))
+		}
+		if k >= len(outs) {
+			return nil, fmt.Errorf("pipeline: %s output %q missing", s.denoiser.name, out)
+		}
+	} else if err := s.trace.Replay(ctx, true); err != nil {
+		return nil, fmt.Errorf("pipeline: replay %s trace: %w", s.denoiser.name, simdev.DeviceErr(err))
+	}
+	s.stats.TraceReplays++
+	v, err := readBF16(ctx, outs[k], desc)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: read %s output %s: %w", s.denoiser.name, out, simdev.DeviceErr(err))
 	}

@@ -39,8 +39,14 @@ type TTNNSD3Device struct {
 // NewTTNNSD3Device loads the five programs of set (see SD3Programs), compiled for dev's
 // mesh, checks that their shapes agree, runs each once and captures the transformer trace.
 // dev stays the caller's; Close releases only what NewTTNNSD3Device made.
-func NewTTNNSD3Device(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNSD3Device, err error) {
-	d := &TTNNSD3Device{progSet: progSet{dev: dev}}
+func NewTTNNSD3Device(ctx context.Context, dev *ttnn.Device, set fs.FS) (*TTNNSD3Device, error) {
+	return newTTNNSD3Device(ctx, dev, set, "")
+}
+
+// newTTNNSD3Device loads the programs from set's manifests, or from the .ttnn files of metal
+// when it is not "" (NewMetalSD3Device).
+func newTTNNSD3Device(ctx context.Context, dev *ttnn.Device, set fs.FS, metal string) (_ *TTNNSD3Device, err error) {
+	d := &TTNNSD3Device{progSet: progSet{dev: dev, metal: metal}}
 	defer func() {
 		if err != nil {
 			_ = d.Close()

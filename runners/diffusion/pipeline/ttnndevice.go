@@ -77,9 +77,11 @@ func (o overlay) Open(name string) (fs.File, error) {
 type Stats struct {
 	// Encodes counts Encode calls; each runs both encoder programs once.
 	Encodes int
-	// TraceCaptures counts UNet trace captures (1, at warm-up).
+	// TraceCaptures counts UNet trace captures (1, at warm-up; on metal the compile run of the
+	// UNet program, which captures the trace compiled into it).
 	TraceCaptures int
-	// TraceReplays counts UNet steps, each a replay of the captured trace.
+	// TraceReplays counts UNet steps, each a replay of the captured trace (on metal a run of
+	// the UNet program, which replays its compiled-in trace).
 	TraceReplays int
 	// VAEDecodes counts VAE program runs.
 	VAEDecodes int
@@ -117,10 +119,11 @@ func (p *program) output(name string) (int, ttnn.TensorDesc, error) {
 	return 0, ttnn.TensorDesc{}, fmt.Errorf("program %s has no output %q", p.name, name)
 }
 
-// TTNNDevice runs the SDXL programs on a ttnn device (the simulator, or hardware once the
-// metal backend runs them). At construction it runs each program once (the compile run) and
-// captures one UNet step in a trace; every UNet call then writes the trace's persistent inputs
-// and replays it. Device calls are not interrupted once started (as on hardware): ctx is
+// TTNNDevice runs the SDXL programs on a ttnn device: the simulator's manifests
+// (NewTTNNDeviceFor), or the metal backend's .ttnn files (NewMetalDevice). At construction it
+// runs each program once (the compile run) and captures one UNet step in a trace (on metal the
+// trace compiled into the UNet program, captured by that run); every UNet call then writes the
+// trace's persistent inputs and replays it (on metal: runs the program, which replays it). Device calls are not interrupted once started (as on hardware): ctx is
 // checked before each call. Methods are serialized.
 type TTNNDevice struct {
 	progSet
@@ -142,8 +145,14 @@ func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (*TTNNDevic
 // NewTTNNDeviceFor loads the programs of variant v from set, compiled for dev's mesh (and the
 // LoRA fuse program when set has it), checks that their shapes agree, runs each once and
 // captures the UNet trace. dev stays the caller's; Close releases only what it made.
-func NewTTNNDeviceFor(ctx context.Context, dev *ttnn.Device, set fs.FS, v Variant) (_ *TTNNDevice, err error) {
-	d := &TTNNDevice{progSet: progSet{dev: dev}}
+func NewTTNNDeviceFor(ctx context.Context, dev *ttnn.Device, set fs.FS, v Variant) (*TTNNDevice, error) {
+	return newTTNNDevice(ctx, dev, set, "", v)
+}
+
+// newTTNNDevice loads the programs from set's manifests, or from the .ttnn files of metal
+// when it is not "" (NewMetalDevice).
+func newTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS, metal string, v Variant) (_ *TTNNDevice, err error) {
+	d := &TTNNDevice{progSet: progSet{dev: dev, metal: metal}}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
@@ -157,8 +166,10 @@ func NewTTNNDeviceFor(ctx context.Context, dev *ttnn.Device, set fs.FS, v Varian
 	if v != TextToImage {
 		names = append(names, ProgVAEEncoder)
 	}
-	if _, err := fs.Stat(set, ProgLoRAFuse+".ttbsim"); err == nil {
-		names = append(names, ProgLoRAFuse)
+	if set != nil {
+		if _, err := fs.Stat(set, ProgLoRAFuse+".ttbsim"); err == nil {
+			names = append(names, ProgLoRAFuse)
+		}
 	}
 	if err := d.load(ctx, set, "sdxl-programs-", names...); err != nil {
 		return nil, err
@@ -209,12 +220,31 @@ func loadProgram(ctx context.Context, dev *ttnn.Device, dir string, set fs.FS, n
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: load program %s: %w", name, simdev.DeviceErr(err))
 	}
+	return bindProgram(ctx, dev, name, prog, nil)
+}
+
+// bindProgram takes a loaded program with one function and allocates its persistent inputs;
+// decl, when not nil, is the function's declaration (which the program matched), naming its
+// positional tensors. The returned program (also on error, when not nil) is the caller's to close.
+func bindProgram(ctx context.Context, dev *ttnn.Device, name string, prog *ttnn.Program, decl *ttnn.FunctionSpec) (*program, error) {
 	p := &program{name: name, prog: prog}
 	fns := prog.Functions()
 	if len(fns) != 1 {
 		return p, fmt.Errorf("pipeline: program %s has %d functions, want 1", name, len(fns))
 	}
 	p.fn = fns[0]
+	if decl != nil {
+		if len(decl.Inputs) != len(p.fn.Inputs) || len(decl.Outputs) != len(p.fn.Outputs) {
+			return p, fmt.Errorf("pipeline: program %s does not have its declared inputs and outputs", name)
+		}
+		p.fn.Inputs, p.fn.Outputs = slices.Clone(p.fn.Inputs), slices.Clone(p.fn.Outputs) // the program's own stay
+		for i := range p.fn.Inputs {
+			p.fn.Inputs[i].Name = decl.Inputs[i].Name
+		}
+		for i := range p.fn.Outputs {
+			p.fn.Outputs[i].Name = decl.Outputs[i].Name
+		}
+	}
 	for _, in := range p.fn.Inputs {
 		t, err := dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
 		if err != nil {

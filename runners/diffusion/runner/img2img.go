@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/imageproc"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
@@ -87,6 +88,11 @@ func (r *Runner) applyLoRA(ctx context.Context, req *runners.ImageRequest) error
 	if r.cfg.Model == SD35 {
 		return fmt.Errorf("%w: lora_path is supported by the SDXL runners only", runners.ErrBadRequest)
 	}
+	if r.cfg.Backend == config.BackendMetal {
+		// The declared SDXL programs have no weight-update path a compiled tt-mlir UNet could
+		// honour (docs/DEVICE-PROGRAMS.md): refused rather than ignored.
+		return fmt.Errorf("%w: lora_path is not supported on DEVICE_BACKEND=metal: the compiled programs have no LoRA weight update yet (docs/DEVICE-PROGRAMS.md)", runners.ErrBadRequest)
+	}
 	if !(req.LoRAScale >= 0 && req.LoRAScale <= 2) {
 		return fmt.Errorf("%w: lora_scale %v outside [0, 2]", runners.ErrBadRequest, req.LoRAScale)
 	}
@@ -120,11 +126,11 @@ func (r *Runner) logWeights(ctx context.Context, d *pipeline.TTNNDevice, msg, ke
 	r.log.Log(ctx, slog.LevelInfo, "diffusion runner: "+msg, append([]any{"runner", r.cfg.Model.String(), "lora", key, "weights_checksum", sum}, args...)...)
 }
 
-// deviceStats sums the execution counts of the runner's SDXL devices.
+// deviceStats sums the execution counts of the runner's devices.
 func (r *Runner) deviceStats() pipeline.Stats {
 	var sum pipeline.Stats
 	for _, c := range r.closers {
-		if d, ok := c.(*pipeline.TTNNDevice); ok {
+		if d, ok := c.(interface{ Stats() pipeline.Stats }); ok {
 			st := d.Stats()
 			sum.Encodes += st.Encodes
 			sum.TraceReplays += st.TraceReplays
@@ -147,5 +153,5 @@ func (r *Runner) logCalls(ctx context.Context, before pipeline.Stats, strength f
 		"text_encodes", after.Encodes-before.Encodes, "vae_encodes", after.VAEEncodes-before.VAEEncodes,
 		"unet_steps", after.TraceReplays-before.TraceReplays, "vae_decodes", after.VAEDecodes-before.VAEDecodes,
 		"lora_fuse_runs", after.LoRAChunks-before.LoRAChunks, "weight_restores", after.WeightRestores-before.WeightRestores,
-		"strength", strength)
+		"strength", strength, "backend", r.backend())
 }

@@ -9,6 +9,9 @@
 // Register adds those names to a registry: without the tokenizer
 // files, or where the simulator cannot serve this worker, the factory falls back to the
 // family's simulated runner (runners/diffusion/simimage), so image generation works on a fresh machine.
+// With DEVICE_BACKEND=metal (a `ttnn` build) the programs are the .ttnn files of
+// MODEL_WEIGHTS_PATH (pipeline.NewMetalDevice, NewMetalSD3Device) and there is no fallback:
+// what is missing fails the worker's start-up as a configuration error.
 package runner
 
 import (
@@ -29,6 +32,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
+	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
@@ -77,6 +81,19 @@ func (m Model) variant() pipeline.Variant {
 		return pipeline.Inpaint
 	}
 	return pipeline.TextToImage
+}
+
+// declaredMesh is the mesh the model's denoiser program is declared for (runners/programs).
+func (m Model) declaredMesh() ttnn.MeshShape {
+	name := pipeline.ProgUNet
+	switch m {
+	case SD35:
+		name = pipeline.ProgSD3Transformer
+	case SDXLEdit:
+		name = pipeline.ProgInpaintUNet
+	}
+	spec, _ := programs.Lookup(name)
+	return spec.Mesh
 }
 
 // catalogued is the model's catalogue entry: the Python runner's device options (ttnn-notes
@@ -241,9 +258,12 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d): %w",
 			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, simdev.DeviceErr(err))
 	}
-	// On a multi-chip mesh the two guidance halves run on two submeshes at once.
+	// On a multi-chip mesh the two guidance halves run on two submeshes at once — on metal
+	// only when the halves have the mesh the programs are declared for (SD3.5's programs are
+	// declared for the whole 2x4 mesh, batch 2).
+	metal := r.cfg.Backend == config.BackendMetal
 	devs := []*ttnn.Device{r.dev}
-	if half, offs, ok := cfgSplit(opts.Mesh); ok {
+	if half, offs, ok := cfgSplit(opts.Mesh); ok && (!metal || half == r.cfg.Model.declaredMesh()) {
 		for _, off := range offs {
 			sub, err := r.dev.Submesh(ctx, half, off)
 			if err != nil {
@@ -261,7 +281,12 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		}
 		var ds []*pipeline.TTNNSD3Device
 		for _, dev := range devs {
-			d, err := pipeline.NewTTNNSD3Device(ctx, dev, set)
+			var d *pipeline.TTNNSD3Device
+			if metal {
+				d, err = pipeline.NewMetalSD3Device(ctx, dev, r.cfg.WeightsDir)
+			} else {
+				d, err = pipeline.NewTTNNSD3Device(ctx, dev, set)
+			}
 			if err != nil {
 				return err
 			}
@@ -285,7 +310,12 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		}
 		var ds []*pipeline.TTNNDevice
 		for _, dev := range devs {
-			d, err := pipeline.NewTTNNDeviceFor(ctx, dev, set, r.cfg.Model.variant())
+			var d *pipeline.TTNNDevice
+			if metal {
+				d, err = pipeline.NewMetalDevice(ctx, dev, r.cfg.WeightsDir, r.cfg.Model.variant())
+			} else {
+				d, err = pipeline.NewTTNNDeviceFor(ctx, dev, set, r.cfg.Model.variant())
+			}
 			if err != nil {
 				return err
 			}
@@ -323,7 +353,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		return fmt.Errorf("warm-up inference: %w", err)
 	}
 	r.log.Info("diffusion runner warm", "runner", r.cfg.Model.String(), "mesh", opts.Mesh.String(),
-		"cfg_parallel", len(r.subs) == 2, "latents", r.spec, "t5", r.tok.t5 != nil)
+		"cfg_parallel", len(r.subs) == 2, "latents", r.spec, "t5", r.tok.t5 != nil, "backend", r.backend())
 	for _, c := range r.closers {
 		if d, ok := c.(*pipeline.TTNNDevice); ok {
 			r.logWeights(ctx, d, "base weights", "")
@@ -415,14 +445,12 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 		steps = r.cfg.DefaultSteps
 	}
 	var img *image.NRGBA
-	if r.cfg.Model != SD35 {
-		before := r.deviceStats()
-		defer func() {
-			if err == nil {
-				r.logCalls(ctx, before, req.Strength)
-			}
-		}()
-	}
+	before := r.deviceStats()
+	defer func() {
+		if err == nil {
+			r.logCalls(ctx, before, req.Strength)
+		}
+	}()
 	if err := r.applyLoRA(ctx, req); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.cfg.Model, err)
 	}
@@ -522,6 +550,9 @@ func Register(reg *runners.Registry) {
 func factory(m Model, fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		s := spec.Settings
+		if s != nil && s.DeviceBackend == config.BackendMetal && !s.Mock {
+			return newMetal(m, spec), nil
+		}
 		why := runners.SimPipelineBlocker(s, spec.Parent != nil)
 		if why == "" && m != SD35 && s.SDXLResolution == 512 {
 			// The SDXL device programs are declared for 1024x1024 (128x128 latents) only.
@@ -549,6 +580,40 @@ func factory(m Model, fallback runners.Factory) runners.Factory {
 		slog.Info("diffusion runner: using the simulated image runner", "runner", m.String(), "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
 	}
+}
+
+// newMetal is the runner of a worker on the metal backend (DEVICE_BACKEND=metal, a `ttnn`
+// build): the real host pipeline over the .ttnn programs of MODEL_WEIGHTS_PATH, never the
+// simulated runner. What stops it (no weights directory, no tokenizer, a resolution the programs
+// are not declared for) fails the worker's warm-up as a configuration error, not retried.
+func newMetal(m Model, spec runners.WorkerSpec) runners.Runner {
+	s := spec.Settings
+	fail := func(why string) runners.Runner {
+		return &simdev.FailedRunner{Err: runners.Permanent(fmt.Errorf("%s on DEVICE_BACKEND=metal: %s", m, why))}
+	}
+	switch {
+	case s.ModelWeightsPath == "":
+		return fail("MODEL_WEIGHTS_PATH is not set (it must hold the tokenizers and the .ttnn programs, docs/DEVICE-PROGRAMS.md)")
+	case m != SD35 && s.SDXLResolution == 512:
+		return fail("SDXL_IMAGE_RESOLUTION=(512, 512): the SDXL device programs are declared for 1024x1024 only")
+	}
+	c := configFor(m, spec)
+	c.Backend, c.Device.SimLatencyScale = config.BackendMetal, 0
+	r, err := New(c)
+	if err != nil {
+		return fail(err.Error())
+	}
+	slog.Info("diffusion runner: real pipeline on the metal backend", "runner", m.String(), "worker", spec.WorkerID,
+		"weights", s.ModelWeightsPath, "t5", r.tok.t5 != nil)
+	return r
+}
+
+// backend is the ttnn backend the runner drives ("sim" when not set).
+func (r *Runner) backend() string {
+	if r.cfg.Backend == "" {
+		return config.BackendSim
+	}
+	return r.cfg.Backend
 }
 
 // configFor is the runner configuration of one worker.

@@ -39,9 +39,12 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	if err := ttnn.Init("sim"); err != nil {
-		fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-		os.Exit(2)
+	// A metal child process (metal_test.go) selects its own backend.
+	if os.Getenv("TTB_TEST_CHILD") == "" {
+		if err := ttnn.Init("sim"); err != nil {
+			fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
+			os.Exit(2)
+		}
 	}
 	goleak.VerifyTestMain(m)
 }
