@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
@@ -159,4 +160,28 @@ func TestResolveLoRAServer(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
 	require.Contains(t, w.Body.String(), "outside LORA_ROOT")
 	require.Nil(t, f.last, "nothing was queued")
+}
+
+// TestResolveLoRAMetal: on DEVICE_BACKEND=metal the SDXL programs have no LoRA weight update,
+// so lora_path is a 400 naming it before queueing, even with a valid LORA_ROOT; on the
+// simulator the same request reaches the LORA_ROOT checks.
+func TestResolveLoRAMetal(t *testing.T) {
+	for _, tc := range []struct {
+		backend string
+		mock    bool
+		want    string
+	}{
+		{config.BackendMetal, false, "lora_path is not supported on DEVICE_BACKEND=metal"},
+		{config.BackendSim, true, "no such file under LORA_ROOT"},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			s, f := imageInputServer(t, runners.RunnerSDXL, t.TempDir())
+			s.cfg.DeviceBackend, s.cfg.Mock = tc.backend, tc.mock
+			f.last = nil
+			w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "style.safetensors"}`))
+			require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
+			require.Contains(t, w.Body.String(), tc.want)
+			require.Nil(t, f.last, "nothing was queued")
+		})
+	}
 }
