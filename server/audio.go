@@ -37,6 +37,10 @@ type audioUpload struct {
 	file          []byte
 	stream        bool
 	preprocessing bool
+	// askedPreprocessing names the field that explicitly asked for pre-processing
+	// (is_preprocessing_enabled: true sent, or OpenAI's chunking_strategy); "" when it is only
+	// the default. An explicit ask is refused when ALLOW_AUDIO_PREPROCESSING is off.
+	askedPreprocessing string
 	// HEAD's fields. responseFormat is json, verbose_json (the default) or text.
 	responseFormat   string
 	temperatures     []float64
@@ -110,6 +114,9 @@ func parseAudioUpload(r *http.Request, pre *body) (*audioUpload, error) {
 func readAudioFields(b *body, up *audioUpload) error {
 	up.stream = b.bool("stream", false)
 	up.preprocessing = b.bool("is_preprocessing_enabled", true)
+	if v, ok := b.value("is_preprocessing_enabled"); ok && v != nil && up.preprocessing {
+		up.askedPreprocessing = "is_preprocessing_enabled"
+	}
 	up.responseFormat = "verbose_json"
 	if v, ok := b.str("response_format", false); ok && v != "" {
 		f := strings.ToLower(strings.TrimSpace(v))
@@ -258,8 +265,19 @@ func decodeBase64(s string) ([]byte, error) {
 	return out, nil
 }
 
+// errPreprocessingOff refuses a request that explicitly asks for pre-processing (field) on a
+// server whose operator turned it off: the field cannot be honoured without overriding the
+// setting, so it is refused by name rather than ignored.
+func errPreprocessingOff(field string) string {
+	return field + ": pre-processing (speech segmentation) is turned off on this server " +
+		"(ALLOW_AUDIO_PREPROCESSING=false); send is_preprocessing_enabled=false or leave the field out"
+}
+
 // audioRequest decodes and checks the upload and builds the runner's request.
 func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (*runners.AudioRequest, error) {
+	if up.askedPreprocessing != "" && !s.cfg.AllowAudioPreprocessing {
+		return nil, &inputError{field: up.askedPreprocessing, status: http.StatusBadRequest, msg: errPreprocessingOff(up.askedPreprocessing)}
+	}
 	preprocess := s.cfg.AllowAudioPreprocessing && up.preprocessing
 	maxDur := s.cfg.MaxAudioDuration
 	if preprocess && s.cfg.MaxAudioDurationWithPreprocessing > 0 {
@@ -306,7 +324,7 @@ func (s *Server) handleAudio(c *gin.Context, task string) {
 	}
 	req, err := s.audioRequest(c.Request.Context(), up)
 	if err != nil {
-		s.fail(c, err)
+		s.failField(c, err, false)
 		return
 	}
 	// HEAD: the language is AUDIO_LANGUAGE, the task the route's (AUDIO_TASK on the legacy

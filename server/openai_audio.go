@@ -40,6 +40,9 @@ type openAIAudioRequest struct {
 	words          bool // verbose_json carries words
 	stream         bool
 	preprocessing  bool
+	// preprocessingBy is the field that explicitly asked for pre-processing
+	// (is_preprocessing_enabled=true or chunking_strategy), "" for the default.
+	preprocessingBy string
 }
 
 var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
@@ -178,7 +181,9 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 		if gotPreprocessing && !req.preprocessing {
 			return nil, invalidParam("chunking_strategy", "chunking_strategy needs VAD pre-processing, but is_preprocessing_enabled=false was sent")
 		}
-		req.preprocessing = true
+		req.preprocessing, req.preprocessingBy = true, "chunking_strategy"
+	} else if gotPreprocessing && req.preprocessing {
+		req.preprocessingBy = "is_preprocessing_enabled"
 	}
 	if req.stream && req.responseFormat != "json" && req.responseFormat != "text" {
 		return nil, invalidParam("stream", "stream=true needs response_format json or text, got %q", req.responseFormat)
@@ -194,9 +199,10 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 			s.failOpenAI(c, err)
 			return
 		}
-		ar, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream, preprocessing: req.preprocessing})
+		ar, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream,
+			preprocessing: req.preprocessing, askedPreprocessing: req.preprocessingBy})
 		if err != nil {
-			s.failOpenAI(c, err)
+			s.failField(c, err, true)
 			return
 		}
 		ar.Language, ar.Task, ar.Prompt, ar.Temperature = req.language, task, req.prompt, req.temperature

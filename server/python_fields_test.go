@@ -268,3 +268,53 @@ func TestHEADClientBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestPreprocessingAskedWhenTurnedOff: with ALLOW_AUDIO_PREPROCESSING=false, a request that
+// explicitly asks for pre-processing is a 400 naming the field and the setting (it could only
+// be honoured by overriding the operator); asking for none, or leaving the field out (the
+// server's default: none here), is answered without segments.
+func TestPreprocessingAskedWhenTurnedOff(t *testing.T) {
+	wavB64, _, wav, _ := pyFieldsFixtures(t)
+	for _, tc := range []struct {
+		name   string
+		json   string   // Python JSON body, or
+		form   []string // multipart fields besides the file (OpenAI's when they name a model)
+		status int
+		field  string // named in the 400
+	}{
+		{name: "python json true", json: `{"file":"` + wavB64 + `","is_preprocessing_enabled":true}`, status: 400, field: "is_preprocessing_enabled"},
+		{name: "python json \"yes\"", json: `{"file":"` + wavB64 + `","is_preprocessing_enabled":"yes"}`, status: 400, field: "is_preprocessing_enabled"},
+		{name: "python multipart true", form: []string{"is_preprocessing_enabled", "true"}, status: 400, field: "is_preprocessing_enabled"},
+		{name: "python json false", json: `{"file":"` + wavB64 + `","is_preprocessing_enabled":false}`, status: 200},
+		{name: "python json null (default)", json: `{"file":"` + wavB64 + `","is_preprocessing_enabled":null}`, status: 200},
+		{name: "python json absent (default)", json: `{"file":"` + wavB64 + `"}`, status: 200},
+		{name: "openai is_preprocessing_enabled", form: []string{"model", "whisper-1", "is_preprocessing_enabled", "true"}, status: 400, field: "is_preprocessing_enabled"},
+		{name: "openai chunking_strategy", form: []string{"model", "whisper-1", "chunking_strategy", "auto"}, status: 400, field: "chunking_strategy"},
+		{name: "openai absent (default)", form: []string{"model", "whisper-1"}, status: 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := audioFake(&runners.TranscriptionResult{Text: "hello", Task: "transcribe", Language: "english", Duration: 1})
+			cfg := openAISettings("tt-whisper")
+			cfg.AllowAudioPreprocessing = false
+			h := New(Deps{Settings: cfg, Service: runners.ServiceAudio, Sched: f}).Handler()
+			var w *httptest.ResponseRecorder
+			if tc.json != "" {
+				w = dialectReq(h, "/v1/audio/transcriptions", "application/json", []byte(tc.json))
+			} else {
+				ct, body := multipartBody(t, wav, tc.form...)
+				w = dialectReq(h, "/v1/audio/transcriptions", ct, body)
+			}
+			require.Equal(t, tc.status, w.Code, w.Body.String())
+			if tc.status != 200 {
+				require.Contains(t, w.Body.String(), tc.field+": pre-processing")
+				require.Contains(t, w.Body.String(), "ALLOW_AUDIO_PREPROCESSING=false")
+				if w.Header().Get(dialectHeader) == "openai" {
+					requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", tc.field, nil)
+				}
+				require.Nil(t, f.last, "refused before queueing")
+				return
+			}
+			require.Empty(t, f.last.(*runners.AudioRequest).Segments, "no pre-processing ran")
+		})
+	}
+}
