@@ -70,6 +70,9 @@ type source struct {
 // out[c*oh*ow + y*ow + x] = table[byte]. Each pass is skipped when its size does not change, as
 // ImagingResampleInner does.
 func resize(src source, ow, oh int, table *[256]float32, out []float32) {
+	if hasSIMD && resizeSIMD(src, ow, oh, table, out) {
+		return
+	}
 	t := newLUT(table)
 	var mid []uint8 // planar [Ch][H][ow]
 	if ow != src.W {

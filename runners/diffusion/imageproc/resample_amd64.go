@@ -1,0 +1,18 @@
+//go:build !purego
+
+package imageproc
+
+import "golang.org/x/sys/cpu"
+
+// hasSIMD turns on the AVX2 kernels (resample_amd64.s); tests turn it off to check the
+// portable path against the same references.
+var hasSIMD = cpu.X86.HasAVX2
+
+//go:noescape
+func vertAVX2(dst, src *uint8, offs *int, k *int32, n, width int)
+
+//go:noescape
+func horiz4AVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, size, ow int)
+
+//go:noescape
+func horiz1AVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, size, ow int)

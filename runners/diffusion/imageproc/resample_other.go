@@ -1,0 +1,16 @@
+//go:build !amd64 || purego
+
+package imageproc
+
+// hasSIMD is false where there are no SIMD kernels: the portable path runs.
+var hasSIMD = false
+
+func vertAVX2(_, _ *uint8, _ *int, _ *int32, _, _ int) { panic("imageproc: no SIMD kernels") }
+
+func horiz4AVX2(_, _, _, _ *uint8, _ *int, _ *int32, _, _ int) {
+	panic("imageproc: no SIMD kernels")
+}
+
+func horiz1AVX2(_, _, _, _ *uint8, _ *int, _ *int32, _, _ int) {
+	panic("imageproc: no SIMD kernels")
+}

@@ -1,0 +1,100 @@
+package imageproc
+
+import "github.com/tenstorrent/tt-media-server-go/media/imaging"
+
+// resizeSIMD is resize with the AVX2 kernels (resample_amd64.s): the same integers in eight
+// 32-bit lanes. Pixels stay interleaved between the passes (NRGBA's alpha is resampled too and
+// dropped at the end), the horizontal pass takes two rows per call and the vertical pass 32
+// bytes of a row per step. It reports false, having written nothing, for an image too narrow
+// for its padded windows; resize then runs the portable path.
+func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool {
+	bpp := src.BPP
+	mid, stride := src.Pix, src.Stride
+	if ow != src.W {
+		step := 8 // taps per load: eight 1-byte pixels or two 4-byte ones
+		if bpp == 4 {
+			step = 2
+		}
+		c := imaging.NewPILCoeffs(src.W, ow, imaging.PILLanczos)
+		size := (min(c.KSize, src.W) + step - 1) / step * step
+		if size > src.W {
+			return false
+		}
+		rep := bpp // each tap's weight once per byte of a pixel
+		starts, k := make([]int, ow), make([]int32, ow*size*rep)
+		for x := range ow {
+			xmin, n := c.Bounds[2*x], c.Bounds[2*x+1]
+			start := min(xmin, src.W-size)
+			starts[x] = start
+			for j, v := range c.K[x*c.KSize : x*c.KSize+n] {
+				o := (x*size + xmin - start + j) * rep
+				for r := range rep {
+					k[o+r] = v
+				}
+			}
+		}
+		stride = ow * bpp
+		mid = make([]uint8, src.H*stride)
+		for y := 0; y < src.H; y += 2 {
+			y1 := min(y+1, src.H-1)
+			d0, d1 := &mid[y*stride], &mid[y1*stride]
+			s0 := src.Pix[y*src.Stride : y*src.Stride+src.W*bpp]
+			s1 := src.Pix[y1*src.Stride : y1*src.Stride+src.W*bpp]
+			if bpp == 4 {
+				horiz4AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
+			} else {
+				horiz1AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
+			}
+		}
+	}
+	rowLen := ow * bpp
+	if oh == src.H {
+		for y := range oh {
+			emit(out, mid[y*stride:y*stride+rowLen], y, ow, oh, bpp, table)
+		}
+		return true
+	}
+	c := imaging.NewPILCoeffs(src.H, oh, imaging.PILLanczos)
+	offs, k := make([]int, c.KSize), make([]int32, c.KSize)
+	row := make([]uint8, rowLen)
+	w8 := rowLen &^ 7
+	for y := range oh {
+		ymin, n := c.Bounds[2*y], c.Bounds[2*y+1]
+		copy(k, c.K[y*c.KSize:y*c.KSize+n])
+		for i := range n {
+			offs[i] = (ymin + i) * stride
+		}
+		_ = mid[offs[n-1]+rowLen-1] // every row read lies inside mid
+		if w8 > 0 {
+			vertAVX2(&row[0], &mid[0], &offs[0], &k[0], n, w8)
+		}
+		for x := w8; x < rowLen; x++ {
+			s := int32(1 << (imaging.PILPrecisionBits - 1))
+			for i, kv := range k[:n] {
+				s += int32(mid[offs[i]+x]) * kv
+			}
+			row[x] = imaging.PILClip8(s)
+		}
+		emit(out, row, y, ow, oh, bpp, table)
+	}
+	return true
+}
+
+// emit writes one output row of interleaved bytes into the planar float result.
+func emit(out []float32, row []uint8, y, ow, oh, bpp int, table *[256]float32) {
+	if bpp == 1 {
+		dst := out[y*ow : (y+1)*ow]
+		for x, v := range row[:len(dst)] {
+			dst[x] = table[v]
+		}
+		return
+	}
+	plane := ow * oh
+	r, g, b := out[y*ow:(y+1)*ow], out[plane+y*ow:plane+(y+1)*ow], out[2*plane+y*ow:2*plane+(y+1)*ow]
+	row = row[:4*len(r)]
+	g, b = g[:len(r)], b[:len(r)]
+	for x := range r {
+		p := row[4*x : 4*x+3]
+		r[x], g[x], b[x] = table[p[0]], table[p[1]], table[p[2]]
+	}
+}
