@@ -66,7 +66,7 @@ func TestImageDialects(t *testing.T) {
 	}{
 		{name: "python body, only shared fields", path: "/v1/images/generations", body: `{"prompt":"a cat","seed":1,"guidance_scale":6}`,
 			status: 200, shape: "python", dialect: "python"},
-		{name: "python body, HEAD fields", path: "/v1/images/generations", body: `{"prompt":"a cat","number_of_images":2,"image_return_format":"PNG","image_quality":90}`,
+		{name: "python body, HEAD fields", path: "/v1/images/generations", body: `{"prompt":"a cat","number_of_images":2,"image_return_format":"PNG","image_quality":100}`,
 			status: 200, shape: "python", dialect: "python"},
 		{name: "openai body", path: "/v1/images/generations", body: `{"prompt":"a cat","model":"dall-e-3","n":2}`,
 			status: 200, shape: "openai", dialect: "openai"},

@@ -127,7 +127,16 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 		}
 	}
 	if v := b.int("image_quality"); v != nil {
-		if b.rangeCheck("image_quality", float64(*v), 50, 100, false, rawInput(b, "image_quality")) {
+		raw := rawInput(b, "image_quality")
+		switch {
+		case !b.rangeCheck("image_quality", float64(*v), 50, 100, false, raw):
+		case r.ReturnFormat == "PNG" && *v < 100:
+			// PNG is lossless: a lossy quality would be accepted and ignored. 100 (no loss) is
+			// what PNG gives, and what HEAD's own eval clients send with PNG.
+			b.add("value_error", []any{"image_quality"}, fmt.Sprintf("Value error, image_quality %d asks for lossy JPEG compression, "+
+				"but the images are PNG (lossless; image_return_format or IMAGE_RETURN_FORMAT); send image_return_format "+
+				"'JPEG', image_quality 100, or no image_quality", *v), raw, map[string]any{"error": map[string]any{}})
+		default:
 			r.Quality = int(*v)
 		}
 	}
@@ -278,6 +287,10 @@ func (s *Server) handleImage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if err := s.refuseUnguided(&req.ImageRequest); err != nil {
+		s.failField(c, err, false)
+		return
+	}
 	if err := s.resolveLoRA(&req.ImageRequest); err != nil {
 		s.fail(c, err)
 		return
@@ -314,6 +327,33 @@ func (s *Server) refuseUnusedFields(r *runners.ImageRequest) error {
 		return httpErr(http.StatusBadRequest, why, "timesteps")
 	case len(r.Sigmas) > 0:
 		return httpErr(http.StatusBadRequest, why, "sigmas")
+	}
+	return nil
+}
+
+// refuseUnguided refuses the fields only classifier-free guidance reads when the request
+// turns guidance off: with guidance_scale 1 the pipelines run the prompt alone (diffusers'
+// do_classifier_free_guidance is guidance_scale > 1; ours too), so a negative prompt or a
+// guidance rescale would be accepted and ignored. The error names the field for both
+// envelopes. (0 is "not sent": the model's default, which guides. HEAD's own SD3.5 runner in
+// Python workers always guides at 3.5, so there they are used.)
+func (s *Server) refuseUnguided(r *runners.ImageRequest) error {
+	if r.GuidanceScale == 0 || r.GuidanceScale > 1 || s.headSD35() {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"negative_prompt", r.NegativePrompt != ""},
+		{"negative_prompt_2", r.NegativePrompt2 != ""},
+		{"guidance_rescale", r.GuidanceRescale != 0},
+	} {
+		if f.set {
+			return &inputError{field: f.name, status: http.StatusBadRequest, msg: fmt.Sprintf(
+				"%s: guidance_scale %g turns classifier-free guidance off (the prompt runs alone), so %s would not be used; send guidance_scale > 1 or drop %s",
+				f.name, r.GuidanceScale, f.name, f.name)}
+		}
 	}
 	return nil
 }

@@ -177,6 +177,10 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 			s.fail(c, err)
 			return
 		}
+		if err := s.refuseUnguided(&req.ImageRequest); err != nil {
+			s.failField(c, err, false)
+			return
+		}
 		if req.Timesteps != nil && req.Sigmas != nil {
 			s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
 			return
@@ -426,6 +430,10 @@ func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTabl
 			return
 		}
 		setEndUser(c, req.user)
+		if err := s.refuseUnguided(&req.imageRequest.ImageRequest); err != nil {
+			s.failField(c, err, true)
+			return
+		}
 		release, err := s.decodeInputs(c.Request.Context(), &req.imageRequest.ImageRequest, img, mask, mask != nil, true)
 		if err != nil {
 			s.failField(c, err, true)

@@ -274,6 +274,10 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 		if req.GuidanceScale == 0 { // not sent (1..20 when sent): the model's default
 			req.GuidanceScale = runners.DefaultGuidance(s.pool(runners.ServiceImage).Runner)
 		}
+		if err := s.refuseUnguided(&req.ImageRequest); err != nil {
+			s.failField(c, err, true)
+			return
+		}
 		encode := req.encoder()
 		if req.stream {
 			s.streamOpenAIImage(c, req, encode)

@@ -236,7 +236,7 @@ func TestHEADClientBodies(t *testing.T) {
 		{"image param/load/performance tests", pyFieldsCase{svc: img, runner: "tt-sdxl-trace", paths: gen,
 			json: `{"prompt":"A beautiful sunset","negative_prompt":"blurry, low quality, distorted","num_inference_steps":20,"seed":42,"guidance_scale":7.5,"number_of_images":1}`}},
 		{"image eval tests", pyFieldsCase{svc: img, runner: "tt-sdxl-trace", paths: gen,
-			json: `{"prompt":"a","negative_prompt":"n","num_inference_steps":20,"seed":0,"guidance_scale":5.0,"image_return_format":"PNG","image_quality":95,"number_of_images":1}`}},
+			json: `{"prompt":"a","negative_prompt":"n","num_inference_steps":20,"seed":0,"guidance_scale":5.0,"image_return_format":"PNG","image_quality":100,"number_of_images":1}`}},
 		{"image benchmark", pyFieldsCase{svc: img, runner: "tt-sdxl-trace", paths: gen,
 			json: `{"prompt":"Rabbit","seed":0,"guidance_scale":3.0,"number_of_images":1,"num_inference_steps":20}`}},
 		{"sdxl demo page", pyFieldsCase{svc: img, runner: "tt-sdxl-trace", paths: gen,
@@ -315,6 +315,46 @@ func TestPreprocessingAskedWhenTurnedOff(t *testing.T) {
 				return
 			}
 			require.Empty(t, f.last.(*runners.AudioRequest).Segments, "no pre-processing ran")
+		})
+	}
+}
+
+// TestUnguidedFieldsRefused: guidance_scale 1 runs the prompt alone (no classifier-free
+// guidance), so negative_prompt, negative_prompt_2 and guidance_rescale would be ignored:
+// each is a 400 naming it, in both dialects and on the image-input routes; with guidance on
+// (or the model's default) they are used.
+func TestUnguidedFieldsRefused(t *testing.T) {
+	_, pngB64, _, _ := pyFieldsFixtures(t)
+	for _, tc := range []struct {
+		name, runner, path, body string
+		headers                  []string
+		status                   int
+		field                    string
+	}{
+		{"python negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
+		{"python negative_prompt_2", "tt-sdxl-trace", "/image/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt_2":"blur"}`, nil, 400, "negative_prompt_2"},
+		{"python guidance_rescale", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.0,"guidance_rescale":0.7}`, nil, 400, "guidance_rescale"},
+		{"python sd3.5 negative_prompt", runners.RunnerSD35, "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
+		{"python image-to-image", runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", `{"prompt":"a","image":"` + pngB64 + `","guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
+		{"openai negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
+		{"guided: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.5,"negative_prompt":"blur","guidance_rescale":0.7}`, nil, 200, ""},
+		{"default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","negative_prompt":"blur"}`, nil, 200, ""},
+		{"openai default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"negative_prompt":"blur"}`, nil, 200, ""},
+		{"unguided, empty negative prompt: nothing to ignore", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"","guidance_rescale":0}`, nil, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, f := pythonFieldsServer(t, runners.ServiceImage, tc.runner)
+			w := dialectReq(h, tc.path, "application/json", []byte(tc.body), tc.headers...)
+			require.Equal(t, tc.status, w.Code, w.Body.String())
+			if tc.status == 200 {
+				require.NotNil(t, f.last)
+				return
+			}
+			require.Nil(t, f.last, "refused before queueing")
+			require.Contains(t, w.Body.String(), tc.field+": guidance_scale 1 turns classifier-free guidance off")
+			if w.Header().Get(dialectHeader) == "openai" {
+				requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", tc.field, nil)
+			}
 		})
 	}
 }

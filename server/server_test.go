@@ -116,10 +116,11 @@ func TestParseImageRequest(t *testing.T) {
 		}},
 		{name: "steps under the runner floor", body: `{"prompt":"a","guidance_scale":5,"num_inference_steps":11}`, wantType: "value_error", wantLoc: []any{"body", "num_inference_steps"}},
 		{name: "steps under the schema bound", body: `{"prompt":"a","num_inference_steps":3}`, wantType: "greater_than_equal", wantLoc: []any{"body", "num_inference_steps"}},
-		{name: "png at quality 60", body: `{"prompt":"a","image_return_format":"PNG","image_quality":60}`, check: func(t *testing.T, r *imageRequest) {
+		{name: "png at quality 100 (HEAD's eval clients)", body: `{"prompt":"a","image_return_format":"PNG","image_quality":100}`, check: func(t *testing.T, r *imageRequest) {
 			require.Equal(t, "PNG", r.ReturnFormat)
-			require.Equal(t, 60, r.Quality)
+			require.Equal(t, 100, r.Quality)
 		}},
+		{name: "png at a lossy quality refused, not ignored", body: `{"prompt":"a","image_return_format":"PNG","image_quality":60}`, wantType: "value_error", wantLoc: []any{"body", "image_quality"}},
 		{name: "webp refused", body: `{"prompt":"a","image_return_format":"WEBP"}`, wantType: "value_error", wantLoc: []any{"body", "image_return_format"}},
 		{name: "lower-case png refused as HEAD does", body: `{"prompt":"a","image_return_format":"png"}`, wantType: "value_error", wantLoc: []any{"body", "image_return_format"}},
 		{name: "quality under 50", body: `{"prompt":"a","image_quality":49}`, wantType: "greater_than_equal", wantLoc: []any{"body", "image_quality"}},
