@@ -203,3 +203,101 @@ func TestMetalImageBinary(t *testing.T) {
 		})
 	}
 }
+
+// The real binary (-tags ttnn, over the fake tt::runtime) serving Whisper with
+// DEVICE_BACKEND=metal: MODEL_WEIGHTS_PATH holds the vocabulary of ../shared/testdata/whisper
+// and whisper-encoder.ttnn and whisper-decoder-step.ttnn written from their declarations.
+// The host pipeline (log-mel, openai/whisper's decoding loop, tokenizer, timestamps) is the
+// real one; the logits are the fake's, so the text is whatever they decode to.
+func TestMetalWhisperBinary(t *testing.T) {
+	if os.Getenv(e2e.BinaryEnv) == "" {
+		t.Skip("needs a -tags ttnn server binary in " + e2e.BinaryEnv + " (scripts/check-metal.sh builds one)")
+	}
+	require.NoError(t, ttnnfile.Available(ttnnfile.SDKDir()))
+	vocab := filepath.Join(testdataDir(t, "whisper"), "multilingual.tiktoken")
+	_, err := os.Stat(vocab)
+	require.NoError(t, err, "the whisper vocabulary (../shared/testdata/whisper)")
+	write := func(mod func(*ttnn.ProgramSpec)) string {
+		dir := t.TempDir()
+		require.NoError(t, os.Symlink(vocab, filepath.Join(dir, "multilingual.tiktoken")))
+		for _, name := range []string{"whisper-encoder", "whisper-decoder-step"} {
+			spec, ok := programs.Lookup(name) // a copy: mod may change it
+			require.True(t, ok)
+			if mod != nil && name == "whisper-decoder-step" {
+				mod(&spec)
+			}
+			progs := ttnnfile.FromSpec(spec)
+			progs[0].Traced, progs[0].Ops = true, 8
+			require.NoError(t, ttnnfile.Write(context.Background(), ttnnfile.SDKDir(), programs.MetalPath(dir, name), progs))
+		}
+		return dir
+	}
+	env := func(weights string) map[string]string {
+		return map[string]string{"DEVICE_BACKEND": "metal", "MODEL_RUNNER": "tt-whisper", "MODEL_WEIGHTS_PATH": weights,
+			"DEVICE_IDS": "(0)", "MOCK_DEVICES_COUNT": "1", "DEFAULT_INFERENCE_TIMEOUT_SECONDS": "180"}
+	}
+
+	t.Run("a decoder step that differs from its declaration stops the worker's start-up", func(t *testing.T) {
+		s := launch(t, env(write(func(p *ttnn.ProgramSpec) { p.Functions[0].Outputs[0].Shape[2] = 51865 })))
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(s.stderr.String(), "configuration error, not retried") {
+			require.True(t, time.Now().Before(deadline), "no configuration error in:\n%s", s.stderr.String())
+			time.Sleep(50 * time.Millisecond)
+		}
+		out := s.stderr.String()
+		require.Contains(t, out, "program whisper-decoder-step (")
+		require.Contains(t, out, "function step: output 0 (logits): shape [1,1,51865] in the file, [1,1,51866] declared")
+		require.Equal(t, 1, strings.Count(out, "worker warm-up failed"), "not retried")
+		require.NotContains(t, out, "simulated", "no fall-back to the simulated runner")
+		status, body := s.liveness(t)
+		require.Equal(t, 503, status, "a failed worker: not alive")
+		require.Equal(t, false, body["model_ready"])
+		s.sigterm(t)
+		require.Zero(t, s.waitExit(t, 10*time.Second))
+	})
+
+	t.Run("the declared programs warm up and serve /v1/audio/transcriptions", func(t *testing.T) {
+		s := startServer(t, env(write(nil)))
+		// The warm-up decodes a second of silence with the default temperature schedule: the
+		// fake's flat logits fail every threshold, so six passes of up to 224 tokens.
+		deadline := time.Now().Add(120 * time.Second)
+		for {
+			_, body := s.liveness(t)
+			if body["model_ready"] == true {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "not ready:\n%s", s.stderr.String())
+			time.Sleep(100 * time.Millisecond)
+		}
+		require.Regexp(t, `whisper runner ready.*backend=metal`, s.stderr.String(), "the real runner on the metal backend")
+		wav := wavPCM16(16000, tone(16000, 2, 220, 0.3))
+		// HEAD's dialect: temperatures 0.0 by default (one greedy pass per window).
+		transcribe := func() map[string]any {
+			r := s.postMultipart(t, "/v1/audio/transcriptions", file("speech.wav", "audio/wav", wav),
+				field("response_format", "verbose_json"), field("is_preprocessing_enabled", "false"))
+			require.Equalf(t, 200, r.Status, "%s", r)
+			return r.obj(t)
+		}
+		res := transcribe()
+		require.IsType(t, "", res["text"])
+		require.InDelta(t, 2.0, jsonNumber(t, res["duration"], "duration"), 1e-3)
+		require.NotEmpty(t, res["language"], "a language detected from the fake's logits")
+		segs, ok := res["segments"].([]any)
+		require.True(t, ok, "segments: %v", res["segments"])
+		var texts []string
+		for i, sv := range segs {
+			seg, ok := sv.(map[string]any)
+			require.True(t, ok, "segment %d: %v", i, sv)
+			require.Equal(t, float64(i), jsonNumber(t, seg["id"], "id"))
+			start, end := jsonNumber(t, seg["start_time"], "start_time"), jsonNumber(t, seg["end_time"], "end_time")
+			require.LessOrEqual(t, start, end, "segment %d", i)
+			require.LessOrEqual(t, end, 30.0, "segment %d inside the one window", i)
+			text, ok := seg["text"].(string)
+			require.True(t, ok, "segment %d text: %v", i, seg["text"])
+			texts = append(texts, text)
+		}
+		require.Equal(t, strings.Join(texts, " "), res["text"], "the text is the segments' texts")
+		t.Logf("served on metal over the fake runtime (the fake's logits, not a model's): %v", res)
+		require.Equal(t, res, transcribe(), "the fake's logits are a hash of the inputs: the same audio, the same answer")
+	})
+}

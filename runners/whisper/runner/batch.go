@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"sync"
 
@@ -35,10 +34,13 @@ func BatchProgram(b int) string {
 // BatchSize is the decoder-step batch size a model serving up to maxBatch windows per step
 // loads from programs: the smallest size with a manifest that is at least maxBatch, else the
 // largest there is (1: DecoderProgram).
-func BatchSize(programs fs.FS, maxBatch int) int {
+func BatchSize(programs fs.FS, maxBatch int) int { return simSource(programs).batchSize(maxBatch) }
+
+// batchSize is BatchSize over the programs src has.
+func (src *source) batchSize(maxBatch int) int {
 	size := 1
 	for b := 2; b <= maxRows && size < maxBatch; b++ {
-		if _, err := fs.Stat(programs, BatchProgram(b)+".ttbsim"); err == nil {
+		if src.has(BatchProgram(b)) {
 			size = b
 		}
 	}
@@ -56,7 +58,7 @@ func BatchSize(programs fs.FS, maxBatch int) int {
 // whose context ends while it waits leaves the step; the others go on.
 type BatchModel struct {
 	dev   *ttnn.Device
-	dir   string
+	src   *source
 	enc   *ttnn.Program
 	steps []*batchStep // by ascending size
 	rows  []*batchRow
@@ -103,37 +105,42 @@ type stepReq struct {
 // LoadBatchModel loads the encoder and the decoder step of BatchSize(programs, maxBatch)
 // onto dev, runs each once and captures the traces: one encoder trace per row and the
 // decoder-step trace. It does not own dev.
-func LoadBatchModel(ctx context.Context, dev *ttnn.Device, programs fs.FS, maxBatch int) (_ *BatchModel, err error) {
-	if programs == nil {
-		programs = ttnn.SimPrograms()
-	}
-	m := &BatchModel{dev: dev}
+func LoadBatchModel(ctx context.Context, dev *ttnn.Device, programs fs.FS, maxBatch int) (*BatchModel, error) {
+	return loadBatchFrom(ctx, dev, simSource(programs), maxBatch)
+}
+
+// LoadMetalBatchModel is LoadBatchModel on the metal backend: the encoder and the decoder
+// step of BatchSize among the declared steps whose .ttnn files are in weights, each checked
+// against its declaration (see LoadMetalModel).
+func LoadMetalBatchModel(ctx context.Context, dev *ttnn.Device, weights string, maxBatch int) (*BatchModel, error) {
+	return loadBatchFrom(ctx, dev, metalSource(weights), maxBatch)
+}
+
+func loadBatchFrom(ctx context.Context, dev *ttnn.Device, src *source, maxBatch int) (_ *BatchModel, err error) {
+	m := &BatchModel{dev: dev, src: src}
 	defer func() {
 		if err != nil {
 			_ = m.Close()
 		}
 	}()
-	if m.dir, err = os.MkdirTemp("", "whisper-programs-"); err != nil {
-		return nil, fmt.Errorf("whisper: program directory: %w", err)
-	}
 	info := dev.Info()
-	if info.CommandQueues > 1 {
-		m.inCQ = 1
+	if m.inCQ, err = inputQueue(ctx, dev); err != nil {
+		return nil, err
 	}
-	if m.enc, err = loadProgram(ctx, dev, programs, m.dir, EncoderProgram, info.Mesh); err != nil {
+	if m.enc, err = src.load(ctx, dev, EncoderProgram); err != nil {
 		return nil, err
 	}
 	encF, err := m.enc.Function(encoderFn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadProgram, EncoderProgram, err)
 	}
-	nRows := BatchSize(programs, maxBatch)
+	nRows := src.batchSize(maxBatch)
 	sizes := []int{nRows}
 	persistent := ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true}
 	for _, b := range sizes {
 		s := &batchStep{size: b}
 		m.steps = append(m.steps, s)
-		if s.prog, err = loadProgram(ctx, dev, programs, m.dir, BatchProgram(b), info.Mesh); err != nil {
+		if s.prog, err = src.load(ctx, dev, BatchProgram(b)); err != nil {
 			return nil, err
 		}
 		f, err := s.prog.Function(decoderFn)
@@ -244,7 +251,9 @@ func checkPrograms(name string, b int, enc, dec ttnn.Function) (nMels, nVocab in
 	}
 	for i, w := range []string{"input_ids", "position"} {
 		d := dec.Inputs[i]
-		if d.Name != w || d.DType != ttnn.U32 || d.Elements() != b {
+		// .ttnn tensors carry no names (positional; programs.Load checked them against the
+		// declaration): an empty name is taken as the declared one.
+		if (d.Name != w && d.Name != "") || d.DType != ttnn.U32 || d.Elements() != b {
 			return bad("%s input %d is %v, want %s u32 of %d elements", name, i, d, w, b)
 		}
 	}
@@ -568,9 +577,7 @@ func (m *BatchModel) Close() error {
 	if m.enc != nil {
 		errs = append(errs, m.enc.Close())
 	}
-	if m.dir != "" {
-		errs = append(errs, os.RemoveAll(m.dir))
-	}
-	m.steps, m.rows, m.enc, m.dir = nil, nil, nil, ""
+	errs = append(errs, m.src.close())
+	m.steps, m.rows, m.enc = nil, nil, nil
 	return errors.Join(errs...)
 }

@@ -31,9 +31,12 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	if err := ttnn.Init("sim"); err != nil {
-		fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-		os.Exit(2)
+	// A child process of a metal test (metal_test.go, -tags ttnn) selects its own backend.
+	if os.Getenv("TTB_TEST_CHILD") == "" {
+		if err := ttnn.Init("sim"); err != nil {
+			fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
+			os.Exit(2)
+		}
 	}
 	goleak.VerifyTestMain(m)
 }

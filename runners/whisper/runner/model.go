@@ -54,7 +54,7 @@ var (
 // trips over since it decodes each window before encoding the next.
 type Model struct {
 	dev      *ttnn.Device
-	dir      string
+	src      *source
 	enc, dec *ttnn.Program
 	// Persistent inputs: the log-mel window, the token and its position.
 	mel, ids, pos *ttnn.Tensor
@@ -97,24 +97,30 @@ func (s *encoderState) Close() error {
 // EncoderProgram and DecoderProgram + ".ttbsim", compiled for the device's mesh here) onto
 // dev (nil programs: ttnn.SimPrograms()), runs each once and captures their traces. It does
 // not own dev.
-func LoadModel(ctx context.Context, dev *ttnn.Device, programs fs.FS) (_ *Model, err error) {
-	if programs == nil {
-		programs = ttnn.SimPrograms()
-	}
-	m := &Model{dev: dev, word: make([]byte, 4)}
+func LoadModel(ctx context.Context, dev *ttnn.Device, programs fs.FS) (*Model, error) {
+	return loadModelFrom(ctx, dev, simSource(programs))
+}
+
+// LoadMetalModel is LoadModel on the metal backend: the programs are
+// <weights>/whisper-encoder.ttnn and whisper-decoder-step.ttnn, checked against their
+// declarations in runners/programs (a difference is a runners.Permanent error of one line).
+// tt-mlir programs capture their own traces, so they run directly.
+func LoadMetalModel(ctx context.Context, dev *ttnn.Device, weights string) (*Model, error) {
+	return loadModelFrom(ctx, dev, metalSource(weights))
+}
+
+func loadModelFrom(ctx context.Context, dev *ttnn.Device, src *source) (_ *Model, err error) {
+	m := &Model{dev: dev, src: src, word: make([]byte, 4)}
 	defer func() {
 		if err != nil {
 			_ = m.Close()
 		}
 	}()
-	if m.dir, err = os.MkdirTemp("", "whisper-programs-"); err != nil {
-		return nil, fmt.Errorf("whisper: program directory: %w", err)
-	}
 	info := dev.Info()
-	if m.enc, err = loadProgram(ctx, dev, programs, m.dir, EncoderProgram, info.Mesh); err != nil {
+	if m.enc, err = src.load(ctx, dev, EncoderProgram); err != nil {
 		return nil, err
 	}
-	if m.dec, err = loadProgram(ctx, dev, programs, m.dir, DecoderProgram, info.Mesh); err != nil {
+	if m.dec, err = src.load(ctx, dev, DecoderProgram); err != nil {
 		return nil, err
 	}
 	encF, err := m.enc.Function(encoderFn)
@@ -140,8 +146,8 @@ func LoadModel(ctx context.Context, dev *ttnn.Device, programs fs.FS) (_ *Model,
 	}
 	m.melBuf = make([]byte, encF.Inputs[0].Bytes())
 	m.outBuf = make([]byte, decF.Outputs[0].Bytes())
-	if info.CommandQueues > 1 {
-		m.inCQ = 1
+	if m.inCQ, err = inputQueue(ctx, dev); err != nil {
+		return nil, err
 	}
 	// Compile runs: each program once on this device (a trace may only capture compiled ops).
 	states, err := m.enc.Run(ctx, 0, encoderFn, m.mel)
@@ -335,9 +341,7 @@ func (m *Model) Close() error {
 			errs = append(errs, p.Close())
 		}
 	}
-	if m.dir != "" {
-		errs = append(errs, os.RemoveAll(m.dir))
-	}
+	errs = append(errs, m.src.close())
 	*m = Model{}
 	return errors.Join(errs...)
 }

@@ -14,7 +14,9 @@
 //
 // Register adds tt-whisper to a registry: without a vocabulary in MODEL_WEIGHTS_PATH, or where
 // the simulator cannot serve the worker, its factory falls back to the family's simulated
-// runner (runners/whisper/simaudio), so transcription works on a fresh machine.
+// runner (runners/whisper/simaudio), so transcription works on a fresh machine. With
+// DEVICE_BACKEND=metal the programs are the .ttnn files of MODEL_WEIGHTS_PATH, checked against
+// their declarations (source.go), and nothing falls back.
 package runner
 
 import (
@@ -71,14 +73,17 @@ type Config struct {
 	WeightsDir string
 	// Tokenizer, when not nil, is used instead of loading one from WeightsDir.
 	Tokenizer *tokenizer.Tokenizer
-	// Backend is the ttnn backend ("" = "sim").
+	// Backend is the ttnn backend ("" = "sim"). With "metal" the device programs are the
+	// tt-mlir binaries <WeightsDir>/<program>.ttnn (docs/DEVICE-PROGRAMS.md), checked against
+	// their declarations in runners/programs, and Programs is not used.
 	Backend string
 	// Device are the device open options; DeviceOptions gives the Python runner's.
 	Device ttnn.Options
 	// Parent, when not nil, is the server's parent mesh: the runner opens the submesh of
 	// Device.DeviceIDs (in process); nil opens a device of its own.
 	Parent *ttnn.Device
-	// Programs holds the encoder and decoder-step manifests; nil means ttnn.SimPrograms().
+	// Programs holds the simulator's encoder and decoder-step manifests; nil means
+	// ttnn.SimPrograms().
 	Programs fs.FS
 	// Seed seeds sampling at temperatures above 0.
 	Seed uint64
@@ -163,7 +168,14 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	nVocab, err := ProgramVocab(cfg.Programs)
+	src := simSource(cfg.Programs)
+	if cfg.Backend == config.BackendMetal {
+		if err := MetalFiles(cfg.WeightsDir, cfg.MaxBatchSize); err != nil {
+			return nil, err
+		}
+		src = metalSource(cfg.WeightsDir)
+	}
+	nVocab, err := src.vocab()
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +221,14 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	}
 	var model transcribe.Model
 	traced, sizes := false, []int{1}
+	metal := r.cfg.Backend == config.BackendMetal
 	if r.cfg.MaxBatchSize > 1 {
-		if r.batch, err = LoadBatchModel(ctx, r.dev, r.cfg.Programs, r.cfg.MaxBatchSize); err != nil {
+		if metal {
+			r.batch, err = LoadMetalBatchModel(ctx, r.dev, r.cfg.WeightsDir, r.cfg.MaxBatchSize)
+		} else {
+			r.batch, err = LoadBatchModel(ctx, r.dev, r.cfg.Programs, r.cfg.MaxBatchSize)
+		}
+		if err != nil {
 			return simdev.DeviceErr(err)
 		}
 		r.nMels, traced, sizes = r.batch.NMels(), r.batch.Traced(), r.batch.Sizes()
@@ -218,7 +236,12 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 		defer r.batch.Finish(0)
 		model = r.batch.Lane(0)
 	} else {
-		if r.model, err = LoadModel(ctx, r.dev, r.cfg.Programs); err != nil {
+		if metal {
+			r.model, err = LoadMetalModel(ctx, r.dev, r.cfg.WeightsDir)
+		} else {
+			r.model, err = LoadModel(ctx, r.dev, r.cfg.Programs)
+		}
+		if err != nil {
 			return simdev.DeviceErr(err)
 		}
 		r.nMels, traced, model = r.model.NMels(), r.model.Traced(), r.model
@@ -227,7 +250,8 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	if _, err := r.transcribe(ctx, model, runners.Task{Ctx: ctx, Request: warm}, warm); err != nil {
 		return fmt.Errorf("warm-up inference: %w", err)
 	}
-	r.log.Info("whisper runner ready", "mesh", r.dev.Info().Mesh, "n_vocab", r.tok.NVocab(), "n_mels", r.nMels, "traced", traced, "batch_sizes", sizes)
+	info := r.dev.Info()
+	r.log.Info("whisper runner ready", "backend", info.Backend, "mesh", info.Mesh, "n_vocab", r.tok.NVocab(), "n_mels", r.nMels, "traced", traced, "batch_sizes", sizes)
 	return nil
 }
 
@@ -518,13 +542,20 @@ func (r *Runner) closeDevice() error {
 
 // Register adds tt-whisper to reg: a worker gets the real pipeline when MODEL_WEIGHTS_PATH
 // holds the vocabulary and the device can be opened from this worker; otherwise the simulated
-// Whisper (simaudio), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=audio.
+// Whisper (simaudio), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=audio. With
+// DEVICE_BACKEND=metal (a `ttnn` build) it is always the real pipeline on the compiled
+// programs of MODEL_WEIGHTS_PATH, or a start-up error naming what is missing.
 func Register(reg *runners.Registry) {
 	reg.Register(runners.RunnerWhisper, factory(simaudio.Factory), simaudio.Factory)
 }
 
 func factory(fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
+		if s := spec.Settings; s != nil && s.DeviceBackend == config.BackendMetal && !s.Mock {
+			// Metal: the compiled programs or an error saying what is missing, never the
+			// simulated runner a Tenstorrent user did not ask for.
+			return New(metalConfigFor(spec))
+		}
 		why := runners.SimPipelineBlocker(spec.Settings, spec.Parent != nil)
 		if why == "" {
 			r, err := New(configFor(spec))
@@ -543,6 +574,30 @@ func factory(fallback runners.Factory) runners.Factory {
 		slog.Debug("whisper runner: using the simulated Whisper runner", "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
 	}
+}
+
+// metalConfigFor is the runner configuration of one worker on the metal backend: the device
+// of its own (the server's in-process parent mesh is the simulator's), the programs and the
+// vocabulary from MODEL_WEIGHTS_PATH.
+func metalConfigFor(spec runners.WorkerSpec) Config {
+	s := spec.Settings
+	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
+	c := Config{WeightsDir: s.ModelWeightsPath, Backend: config.BackendMetal, Device: simdev.Options(model, s, mesh),
+		Logger: slog.Default(), MaxBatchSize: s.MaxBatchSize}
+	if s.WorkerIsolation != config.IsolationProcess && len(spec.Devices) >= c.Device.Mesh.Chips() {
+		c.Device.DeviceIDs = append([]int(nil), spec.Devices[:c.Device.Mesh.Chips()]...)
+	}
+	return c
+}
+
+// DeviceInfo describes the open device; ok is false before Warmup or after Close.
+func (r *Runner) DeviceInfo() (ttnn.DeviceInfo, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dev == nil {
+		return ttnn.DeviceInfo{}, false
+	}
+	return r.dev.Info(), true
 }
 
 // configFor is the runner configuration of one worker.

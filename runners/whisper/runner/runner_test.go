@@ -303,7 +303,7 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 		{"vocabulary present", settings(dir, nil), true},
 		{"no MODEL_WEIGHTS_PATH", settings("", nil), false},
 		{"no vocabulary in MODEL_WEIGHTS_PATH", settings(t.TempDir(), nil), false},
-		{"hardware (no compiled programs yet)", settings(dir, func(s *config.Settings) { s.Mock = false }), false},
+		{"hardware without DEVICE_BACKEND=metal", settings(dir, func(s *config.Settings) { s.Mock = false }), false},
 		{"several in-process groups", settings(dir, func(s *config.Settings) { s.DeviceGroups = make([]config.DeviceGroup, 2) }), false},
 	}
 	for _, tc := range tests {
