@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"flag"
 	"image"
 	"math"
 	"os"
@@ -173,6 +174,7 @@ func benchImage() *image.NRGBA {
 // 1024x1024 (Lanczos, [-1, 1]); scripts/bench-img2img-preprocess.sh runs Pillow's side by side.
 func BenchmarkPreprocess(b *testing.B) {
 	img := benchImage()
+	matchesPillow(b, "image.f32", func() (Image, error) { return Preprocess(img, 1024, 1024) })
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
@@ -188,11 +190,39 @@ func BenchmarkPreprocessMask(b *testing.B) {
 	for i := range m.Pix {
 		m.Pix[i] = uint8(i % 251)
 	}
+	matchesPillow(b, "mask.f32", func() (Image, error) { return PreprocessMask(m, 1024, 1024) })
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
 		if _, err := PreprocessMask(m, 1024, 1024); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+var pillowRef = flag.String("pillow-ref", "", "a directory with Pillow's outputs for the benchmark inputs "+
+	"(image.f32, mask.f32; scripts/bench-img2img-preprocess.sh writes them): the benchmarks fail unless ours are bit-identical")
+
+// matchesPillow fails the benchmark when -pillow-ref is given and run's output differs from
+// Pillow's in any bit.
+func matchesPillow(b *testing.B, name string, run func() (Image, error)) {
+	if *pillowRef == "" {
+		return
+	}
+	raw, err := os.ReadFile(filepath.Join(*pillowRef, name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	got, err := run()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(raw) != 4*len(got.Pix) {
+		b.Fatalf("%s: not bit-identical: Pillow's has %d bytes, ours %d values", name, len(raw), len(got.Pix))
+	}
+	for i, v := range got.Pix {
+		if w := binary.LittleEndian.Uint32(raw[4*i:]); w != math.Float32bits(v) {
+			b.Fatalf("%s: not bit-identical at value %d: ours %v, Pillow's %v", name, i, v, math.Float32frombits(w))
 		}
 	}
 }
