@@ -273,7 +273,12 @@ func paths() []path {
 	}
 	ps := []path{{"portable", sel(false)}}
 	if hasSIMD {
-		ps = append(ps, path{"simd", sel(true)})
+		ps = append(ps, path{"simd", sel(true)}, path{"simd in 3 shares", func() func() {
+			undo := sel(true)()
+			pp, mp := parallelPixels, minParts
+			parallelPixels, minParts = 1, 3
+			return func() { parallelPixels, minParts = pp, mp; undo() }
+		}})
 	}
 	return ps
 }

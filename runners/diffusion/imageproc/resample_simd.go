@@ -1,6 +1,11 @@
 package imageproc
 
-import "github.com/tenstorrent/tt-media-server-go/media/imaging"
+import (
+	"runtime"
+	"sync"
+
+	"github.com/tenstorrent/tt-media-server-go/media/imaging"
+)
 
 // resizeSIMD is resize with the AVX2 kernels (resample_amd64.s): the same integers in eight
 // 32-bit lanes. Pixels stay interleaved between the passes (NRGBA's alpha is resampled too and
@@ -35,17 +40,19 @@ func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool
 		}
 		stride = ow * bpp
 		mid = make([]uint8, src.H*stride)
-		for y := 0; y < src.H; y += 2 {
-			y1 := min(y+1, src.H-1)
-			d0, d1 := &mid[y*stride], &mid[y1*stride]
-			s0 := src.Pix[y*src.Stride : y*src.Stride+src.W*bpp]
-			s1 := src.Pix[y1*src.Stride : y1*src.Stride+src.W*bpp]
-			if bpp == 4 {
-				horiz4AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
-			} else {
-				horiz1AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
+		rows(ow*src.H, (src.H+1)/2, func(lo, hi int) {
+			for y := 2 * lo; y < min(2*hi, src.H); y += 2 {
+				y1 := min(y+1, src.H-1)
+				d0, d1 := &mid[y*stride], &mid[y1*stride]
+				s0 := src.Pix[y*src.Stride : y*src.Stride+src.W*bpp]
+				s1 := src.Pix[y1*src.Stride : y1*src.Stride+src.W*bpp]
+				if bpp == 4 {
+					horiz4AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
+				} else {
+					horiz1AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
+				}
 			}
-		}
+		})
 	}
 	rowLen := ow * bpp
 	if oh == src.H {
@@ -55,29 +62,53 @@ func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool
 		return true
 	}
 	c := imaging.NewPILCoeffs(src.H, oh, imaging.PILLanczos)
-	offs, k := make([]int, c.KSize), make([]int32, c.KSize)
-	row := make([]uint8, rowLen)
 	w8 := rowLen &^ 7
-	for y := range oh {
-		ymin, n := c.Bounds[2*y], c.Bounds[2*y+1]
-		copy(k, c.K[y*c.KSize:y*c.KSize+n])
-		for i := range n {
-			offs[i] = (ymin + i) * stride
-		}
-		_ = mid[offs[n-1]+rowLen-1] // every row read lies inside mid
-		if w8 > 0 {
-			vertAVX2(&row[0], &mid[0], &offs[0], &k[0], n, w8)
-		}
-		for x := w8; x < rowLen; x++ {
-			s := int32(1 << (imaging.PILPrecisionBits - 1))
-			for i, kv := range k[:n] {
-				s += int32(mid[offs[i]+x]) * kv
+	rows(ow*oh, oh, func(lo, hi int) {
+		offs, k := make([]int, c.KSize), make([]int32, c.KSize)
+		row := make([]uint8, rowLen)
+		for y := lo; y < hi; y++ {
+			ymin, n := c.Bounds[2*y], c.Bounds[2*y+1]
+			copy(k, c.K[y*c.KSize:y*c.KSize+n])
+			for i := range n {
+				offs[i] = (ymin + i) * stride
 			}
-			row[x] = imaging.PILClip8(s)
+			_ = mid[offs[n-1]+rowLen-1] // every row read lies inside mid
+			if w8 > 0 {
+				vertAVX2(&row[0], &mid[0], &offs[0], &k[0], n, w8)
+			}
+			for x := w8; x < rowLen; x++ {
+				s := int32(1 << (imaging.PILPrecisionBits - 1))
+				for i, kv := range k[:n] {
+					s += int32(mid[offs[i]+x]) * kv
+				}
+				row[x] = imaging.PILClip8(s)
+			}
+			emit(out, row, y, ow, oh, bpp, table)
 		}
-		emit(out, row, y, ow, oh, bpp, table)
-	}
+	})
 	return true
+}
+
+// parallelPixels is the smallest pass (in output pixels) split across goroutines: below it the
+// start-up costs more than a core saves. minParts raises the number of shares above GOMAXPROCS
+// (tests use both to split small images on any machine).
+var parallelPixels, minParts = 1 << 17, 0
+
+// rows runs fn over [0, n) in one contiguous share per available core (GOMAXPROCS, at most 8)
+// when the pass writes at least parallelPixels pixels, else in the caller. Shares write
+// disjoint rows.
+func rows(pixels, n int, fn func(lo, hi int)) {
+	parts := min(max(runtime.GOMAXPROCS(0), minParts), 8, n)
+	if pixels < parallelPixels || parts < 2 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		wg.Go(func() { fn(lo, hi) })
+	}
+	wg.Wait()
 }
 
 // emit writes one output row of interleaved bytes into the planar float result.
