@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -327,24 +329,23 @@ func TestUnguidedFieldsRefused(t *testing.T) {
 	_, pngB64, _, _ := pyFieldsFixtures(t)
 	for _, tc := range []struct {
 		name, runner, path, body string
-		headers                  []string
 		status                   int
 		field                    string
 	}{
-		{"python negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
-		{"python negative_prompt_2", "tt-sdxl-trace", "/image/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt_2":"blur"}`, nil, 400, "negative_prompt_2"},
-		{"python guidance_rescale", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.0,"guidance_rescale":0.7}`, nil, 400, "guidance_rescale"},
-		{"python sd3.5 negative_prompt", runners.RunnerSD35, "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
-		{"python image-to-image", runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", `{"prompt":"a","image":"` + pngB64 + `","guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
-		{"openai negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"guidance_scale":1,"negative_prompt":"blur"}`, nil, 400, "negative_prompt"},
-		{"guided: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.5,"negative_prompt":"blur","guidance_rescale":0.7}`, nil, 200, ""},
-		{"default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","negative_prompt":"blur"}`, nil, 200, ""},
-		{"openai default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"negative_prompt":"blur"}`, nil, 200, ""},
-		{"unguided, empty negative prompt: nothing to ignore", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"","guidance_rescale":0}`, nil, 200, ""},
+		{"python negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
+		{"python negative_prompt_2", "tt-sdxl-trace", "/image/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt_2":"blur"}`, 400, "negative_prompt_2"},
+		{"python guidance_rescale", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.0,"guidance_rescale":0.7}`, 400, "guidance_rescale"},
+		{"python sd3.5 negative_prompt", runners.RunnerSD35, "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
+		{"python image-to-image", runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", `{"prompt":"a","image":"` + pngB64 + `","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
+		{"openai negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
+		{"guided: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.5,"negative_prompt":"blur","guidance_rescale":0.7}`, 200, ""},
+		{"default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","negative_prompt":"blur"}`, 200, ""},
+		{"openai default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"negative_prompt":"blur"}`, 200, ""},
+		{"unguided, empty negative prompt: nothing to ignore", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"","guidance_rescale":0}`, 200, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, f := pythonFieldsServer(t, runners.ServiceImage, tc.runner)
-			w := dialectReq(h, tc.path, "application/json", []byte(tc.body), tc.headers...)
+			w := dialectReq(h, tc.path, "application/json", []byte(tc.body))
 			require.Equal(t, tc.status, w.Code, w.Body.String())
 			if tc.status == 200 {
 				require.NotNil(t, f.last)
@@ -354,6 +355,39 @@ func TestUnguidedFieldsRefused(t *testing.T) {
 			require.Contains(t, w.Body.String(), tc.field+": guidance_scale 1 turns classifier-free guidance off")
 			if w.Header().Get(dialectHeader) == "openai" {
 				requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", tc.field, nil)
+			}
+		})
+	}
+}
+
+// TestUnguidedOpenAIEdits: OpenAI's multipart edits take the same refusal (param named).
+func TestUnguidedOpenAIEdits(t *testing.T) {
+	_, _, _, png := pyFieldsFixtures(t)
+	mask := pngBytes(t, image.NewGray(image.Rect(0, 0, 6, 4)))
+	for _, tc := range []struct {
+		guidance string
+		status   int
+	}{{"1", 400}, {"2", 200}} {
+		t.Run("guidance "+tc.guidance, func(t *testing.T) {
+			h, f := pythonFieldsServer(t, runners.ServiceImage, runners.RunnerSDXLEdit)
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			for name, data := range map[string][]byte{"image": png, "mask": mask} {
+				p, err := mw.CreateFormFile(name, name+".png")
+				require.NoError(t, err)
+				_, err = p.Write(data)
+				require.NoError(t, err)
+			}
+			for _, kv := range [][2]string{{"prompt", "p"}, {"negative_prompt", "blur"}, {"guidance_scale", tc.guidance}} {
+				require.NoError(t, mw.WriteField(kv[0], kv[1]))
+			}
+			require.NoError(t, mw.Close())
+			w := dialectReq(h, "/v1/images/edits", mw.FormDataContentType(), body.Bytes())
+			require.Equal(t, tc.status, w.Code, w.Body.String())
+			require.Equal(t, "openai", w.Header().Get(dialectHeader))
+			if tc.status == 400 {
+				requireEnvelope(t, w.Body.Bytes(), "invalid_request_error", "negative_prompt", nil)
+				require.Nil(t, f.last)
 			}
 		})
 	}
