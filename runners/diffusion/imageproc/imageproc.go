@@ -80,7 +80,7 @@ func MaskChannel(img image.Image, alphaMarks bool) (*image.Gray, error) {
 	translucent := false
 	for y := b.Min.Y; y < b.Max.Y && alphaMarks && !translucent; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
-			if _, _, _, a := img.At(x, y).RGBA(); a != 0xffff {
+			if color8(img, x, y)[3] != 255 {
 				translucent = true
 				break
 			}
@@ -102,17 +102,25 @@ func MaskChannel(img image.Image, alphaMarks bool) (*image.Gray, error) {
 	return out, nil
 }
 
-// color8 is a pixel's non-premultiplied 8-bit RGBA.
+// color8 is a pixel's non-premultiplied 8-bit RGBA: NRGBA's bytes as they are (PNG with alpha),
+// RGBA's (PNG without alpha, always opaque there) un-premultiplied, other types through At.
 func color8(img image.Image, x, y int) [4]uint8 {
-	if n, ok := img.(*image.NRGBA); ok {
-		o := n.PixOffset(x, y)
-		return [4]uint8{n.Pix[o], n.Pix[o+1], n.Pix[o+2], n.Pix[o+3]}
+	switch m := img.(type) {
+	case *image.NRGBA:
+		o := m.PixOffset(x, y)
+		return [4]uint8(m.Pix[o : o+4])
+	case *image.RGBA:
+		o := m.PixOffset(x, y)
+		if p := [4]uint8(m.Pix[o : o+4]); p[3] == 255 {
+			return p
+		}
 	}
 	r, g, b, a := img.At(x, y).RGBA()
 	if a == 0 {
 		return [4]uint8{0, 0, 0, 0} // colour lost in premultiplied formats
 	}
-	un := func(v uint32) uint8 { return uint8((v*0xffff/a + 0x80) >> 8) }
+	// 16-bit non-premultiplied, then its high byte (the 8-bit value a 16-bit one was widened from).
+	un := func(v uint32) uint8 { return uint8((v * 0xffff / a) >> 8) }
 	return [4]uint8{un(r), un(g), un(b), uint8(a >> 8)}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"image"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -111,6 +112,13 @@ func TestMaskChannel(t *testing.T) {
 	rgbGray.Pix = []uint8{10, 10, 10, 255, 250, 250, 250, 255}
 	colour := image.NewNRGBA(image.Rect(0, 0, 2, 1))
 	colour.Pix = []uint8{10, 10, 10, 255, 250, 0, 250, 255}
+	// A PNG without alpha decodes to RGBA: its bytes are the values (white must stay 255).
+	opaque := image.NewRGBA(image.Rect(0, 0, 4, 1))
+	opaque.Pix = []uint8{0, 0, 0, 255, 127, 127, 127, 255, 128, 128, 128, 255, 255, 255, 255, 255}
+	half := image.NewRGBA(image.Rect(0, 0, 2, 1)) // premultiplied: (100,100,100) at alpha 128
+	half.Pix = []uint8{50, 50, 50, 128, 255, 255, 255, 255}
+	pal := image.NewPaletted(image.Rect(0, 0, 2, 1), color.Palette{color.Gray{0}, color.Gray{255}})
+	pal.Pix = []uint8{1, 0}
 	alpha := image.NewNRGBA(image.Rect(0, 0, 2, 1))
 	alpha.Pix = []uint8{200, 10, 30, 0, 1, 2, 3, 255} // colour under alpha does not matter
 	for _, c := range []struct {
@@ -125,6 +133,10 @@ func TestMaskChannel(t *testing.T) {
 		{"colour", colour, false, nil, ErrMask},
 		{"colour with alpha rule but opaque", colour, true, nil, ErrMask},
 		{"alpha marks (OpenAI)", alpha, true, []uint8{255, 0}, nil},
+		{"rgb png (RGBA, opaque)", opaque, false, []uint8{0, 127, 128, 255}, nil},
+		{"rgb png, alpha rule, opaque", opaque, true, []uint8{0, 127, 128, 255}, nil},
+		{"premultiplied alpha marks", half, true, []uint8{127, 0}, nil},
+		{"paletted gray", pal, false, []uint8{255, 0}, nil},
 		{"alpha dropped (HEAD): colour", alpha, false, nil, ErrMask},
 	} {
 		t.Run(c.name, func(t *testing.T) {
