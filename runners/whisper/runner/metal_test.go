@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,7 +147,10 @@ func TestChildMetalWhisper(t *testing.T) {
 		} {
 			before, _ := ttnn.FakeRuntime()
 			r := worker(writeWhisperPrograms(t, tc.names, nil), tc.maxBatch)
+			start := time.Now()
 			require.NoError(t, r.Warmup(ctx))
+			warm, _ := ttnn.FakeRuntime()
+			t.Logf("warm-up: %d program runs in %v", warm.Submits-before.Submits, time.Since(start).Round(time.Millisecond))
 			info, ok := r.DeviceInfo()
 			require.True(t, ok)
 			require.Equal(t, "metal", info.Backend)
@@ -163,6 +167,7 @@ func TestChildMetalWhisper(t *testing.T) {
 				tasks = append(tasks, runners.Task{Ctx: ctx, Request: &runners.AudioRequest{Samples: samples, SampleRate: 16000, Duration: 2,
 					Decode: runners.DecodeOptions{Temperatures: []float64{0}}}})
 			}
+			start = time.Now()
 			var texts []string
 			var mu sync.Mutex
 			for _, o := range r.Run(ctx, tasks) {
@@ -187,6 +192,7 @@ func TestChildMetalWhisper(t *testing.T) {
 			}
 			t.Logf("MAX_BATCH_SIZE %d on metal over the fake runtime (the fake's logits, not a model's): language and text %q", tc.maxBatch, texts[0])
 			mid, _ := ttnn.FakeRuntime()
+			t.Logf("%d tasks: %d program runs in %v", tc.tasks, mid.Submits-warm.Submits, time.Since(start).Round(time.Millisecond))
 			require.Equal(t, before.TracesCaptured+2, mid.TracesCaptured, "the encoder's and the decoder step's compiled-in traces were captured")
 			require.Greater(t, mid.TracesReplayed, before.TracesReplayed+100, "decoding replays the step's trace, one per token")
 			require.NoError(t, r.Close())
