@@ -49,34 +49,13 @@ func TestMetalResNetBinary(t *testing.T) {
 
 	t.Run("a program that differs from its declaration stops the worker's start-up", func(t *testing.T) {
 		s := launch(t, env(write(func(p *ttnn.ProgramSpec) { p.Functions[0].Inputs[0].Shape[0] = 8 })))
-		want := "program resnet50 ("
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(s.stderr.String(), "configuration error, not retried") {
-			require.True(t, time.Now().Before(deadline), "no configuration error in:\n%s", s.stderr.String())
-			time.Sleep(50 * time.Millisecond)
-		}
-		out := s.stderr.String()
-		require.Contains(t, out, want)
-		require.Contains(t, out, "function forward: input 0 (pixel_values): shape [8,3,224,224] in the file, [16,3,224,224] declared")
-		require.Equal(t, 1, strings.Count(out, "worker warm-up failed"), "not retried")
-		status, body := s.liveness(t)
-		require.Equal(t, 503, status, "a failed worker: not alive")
-		require.Equal(t, false, body["model_ready"])
-		s.sigterm(t)
-		require.Zero(t, s.waitExit(t, 10*time.Second))
+		metalStartupFails(t, s, "program resnet50 (",
+			"function forward: input 0 (pixel_values): shape [8,3,224,224] in the file, [16,3,224,224] declared")
 	})
 
 	t.Run("the declared program warms up and serves", func(t *testing.T) {
 		s := startServer(t, env(write(nil)))
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			_, body := s.liveness(t)
-			if body["model_ready"] == true {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "not ready:\n%s", s.stderr.String())
-			time.Sleep(50 * time.Millisecond)
-		}
+		metalReady(t, s, 20*time.Second)
 		img := base64.StdEncoding.EncodeToString(encodePNG(t, drawPicture(96, 96, color.RGBA{200, 40, 40, 255})))
 		r := s.postJSON(t, cnnPath, `{"prompt":"`+img+`","top_k":3,"min_confidence":0}`)
 		require.Equal(t, 200, r.Status, string(r.Body))
@@ -88,6 +67,44 @@ func TestMetalResNetBinary(t *testing.T) {
 		again := s.postJSON(t, cnnPath, `{"prompt":"`+img+`","top_k":3,"min_confidence":0}`)
 		require.Equal(t, string(r.Body), string(again.Body), "the same image, the same answer")
 	})
+}
+
+// metalStartupFails waits for a worker's configuration error (a program that differs from its
+// declaration: one line, not retried), checks that the output names each of wants, that the
+// worker is not alive, and that the server stops cleanly; it returns the output.
+func metalStartupFails(t *testing.T, s *server, wants ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.stderr.String(), "configuration error, not retried") {
+		require.True(t, time.Now().Before(deadline), "no configuration error in:\n%s", s.stderr.String())
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := s.stderr.String()
+	for _, w := range wants {
+		require.Contains(t, out, w)
+	}
+	require.Equal(t, 1, strings.Count(out, "worker warm-up failed"), "not retried")
+	status, body := s.liveness(t)
+	require.Equal(t, 503, status, "a failed worker: not alive")
+	require.Equal(t, false, body["model_ready"])
+	s.sigterm(t)
+	require.Zero(t, s.waitExit(t, 10*time.Second))
+	return out
+}
+
+// metalReady waits until /tt-liveness reports the model ready (the metal warm-up ran).
+func metalReady(t *testing.T, s *server, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		_, body := s.liveness(t)
+		if body["model_ready"] == true {
+			return
+		}
+		require.False(t, s.exited(), "server exited:\n%s", s.stderr.String())
+		require.True(t, time.Now().Before(deadline), "not ready:\n%s", s.stderr.String())
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // writeMetalImageWeights makes a MODEL_WEIGHTS_PATH for a diffusion runner on metal: the real
@@ -139,20 +156,6 @@ func TestMetalImageBinary(t *testing.T) {
 		}
 		return e
 	}
-	ready := func(t *testing.T, s *server) {
-		t.Helper()
-		s.waitReady(t, 90*time.Second)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			_, body := s.liveness(t)
-			if body["model_ready"] == true {
-				return
-			}
-			require.False(t, s.exited(), "server exited:\n%s", s.stderr.String())
-			require.True(t, time.Now().Before(deadline), "not ready:\n%s", s.stderr.String())
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 
 	t.Run("a program that differs from its declaration stops the worker's start-up", func(t *testing.T) {
 		s := launch(t, env("tt-sdxl-trace", writeMetalImageWeights(t, "tt-sdxl-trace", func(name string, p *ttnn.ProgramSpec) {
@@ -160,28 +163,17 @@ func TestMetalImageBinary(t *testing.T) {
 				p.Functions[0].Outputs[0].Shape[2], p.Functions[0].Outputs[0].Shape[3] = 512, 512
 			}
 		})))
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(s.stderr.String(), "configuration error, not retried") {
-			require.True(t, time.Now().Before(deadline), "no configuration error in:\n%s", s.stderr.String())
-			time.Sleep(50 * time.Millisecond)
-		}
-		out := s.stderr.String()
-		require.Contains(t, out, "program does not match its declaration: program sdxl-vae (")
-		require.Contains(t, out, "function decode: output 0 (image): shape [1,3,512,512] in the file, [1,3,1024,1024] declared")
-		require.Equal(t, 1, strings.Count(out, "worker warm-up failed"), "not retried")
+		out := metalStartupFails(t, s, "program does not match its declaration: program sdxl-vae (",
+			"function decode: output 0 (image): shape [1,3,512,512] in the file, [1,3,1024,1024] declared")
 		require.NotContains(t, out, "using the simulated image runner", "metal never falls back to the simulator")
-		status, body := s.liveness(t)
-		require.Equal(t, 503, status, "a failed worker: not alive")
-		require.Equal(t, false, body["model_ready"])
-		s.sigterm(t)
-		require.Zero(t, s.waitExit(t, 10*time.Second))
 	})
 
 	for _, runner := range []string{"tt-sdxl-trace", "tt-sd3.5"} {
 		t.Run(runner+" warms up and serves /v1/images/generations on metal", func(t *testing.T) {
 			s := launch(t, env(runner, writeMetalImageWeights(t, runner, nil)))
 			t.Cleanup(func() { s.stopAndCheck(t) })
-			ready(t, s)
+			s.waitReady(t, 90*time.Second)
+			metalReady(t, s, 30*time.Second)
 			require.Contains(t, s.stderr.String(), "real pipeline on the metal backend")
 			// The worker process's lines arrive quoted inside the server's (msg=\"...\").
 			require.Regexp(t, `diffusion runner warm\\?"? runner=`+regexp.QuoteMeta(runner)+` .*backend=metal`, s.stderr.String())
@@ -239,36 +231,16 @@ func TestMetalWhisperBinary(t *testing.T) {
 
 	t.Run("a decoder step that differs from its declaration stops the worker's start-up", func(t *testing.T) {
 		s := launch(t, env(write(func(p *ttnn.ProgramSpec) { p.Functions[0].Outputs[0].Shape[2] = 51865 })))
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(s.stderr.String(), "configuration error, not retried") {
-			require.True(t, time.Now().Before(deadline), "no configuration error in:\n%s", s.stderr.String())
-			time.Sleep(50 * time.Millisecond)
-		}
-		out := s.stderr.String()
-		require.Contains(t, out, "program whisper-decoder-step (")
-		require.Contains(t, out, "function step: output 0 (logits): shape [1,1,51865] in the file, [1,1,51866] declared")
-		require.Equal(t, 1, strings.Count(out, "worker warm-up failed"), "not retried")
+		out := metalStartupFails(t, s, "program whisper-decoder-step (",
+			"function step: output 0 (logits): shape [1,1,51865] in the file, [1,1,51866] declared")
 		require.NotContains(t, out, "simulated", "no fall-back to the simulated runner")
-		status, body := s.liveness(t)
-		require.Equal(t, 503, status, "a failed worker: not alive")
-		require.Equal(t, false, body["model_ready"])
-		s.sigterm(t)
-		require.Zero(t, s.waitExit(t, 10*time.Second))
 	})
 
 	t.Run("the declared programs warm up and serve /v1/audio/transcriptions", func(t *testing.T) {
 		s := startServer(t, env(write(nil)))
 		// The warm-up decodes a second of silence with the default temperature schedule: the
 		// fake's flat logits fail every threshold, so six passes of up to 224 tokens.
-		deadline := time.Now().Add(120 * time.Second)
-		for {
-			_, body := s.liveness(t)
-			if body["model_ready"] == true {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "not ready:\n%s", s.stderr.String())
-			time.Sleep(100 * time.Millisecond)
-		}
+		metalReady(t, s, 120*time.Second)
 		require.Regexp(t, `whisper runner ready.*backend=metal`, s.stderr.String(), "the real runner on the metal backend")
 		wav := wavPCM16(16000, tone(16000, 2, 220, 0.3))
 		// HEAD's dialect: temperatures 0.0 by default (one greedy pass per window).
