@@ -12,7 +12,4 @@ var hasSIMD = cpu.X86.HasAVX2
 func vertAVX2(dst, src *uint8, offs *int, k *int32, n, width int)
 
 //go:noescape
-func horiz4AVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, size, ow int)
-
-//go:noescape
-func horiz1AVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, size, ow int)
+func horizAVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, iters, ow, bpp int)

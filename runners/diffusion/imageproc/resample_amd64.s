@@ -100,17 +100,19 @@ done:
 	VZEROUPPER
 	RET
 
-// func horiz4AVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, size, ow int)
-// Two rows of 4-byte pixels: dst[4x+c] = clip8(half + sum_i src[4(starts[x]+i)+c]*k_x[i]),
-// with k holding each tap four times (k[(x*size+i)*4+c]) and size even.
-TEXT ·horiz4AVX2(SB), NOSPLIT, $0-64
+// func horizAVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, iters, ow, bpp int)
+// Two rows: output pixel x reads 8*iters bytes of each row from byte offset starts[x], against
+// 8*iters int32 weights from k[x*8*iters]. bpp 4: 4-byte pixels, two taps per 8 bytes, each
+// weight stored four times; dst[4x+c] = clip8(half + sum over the taps). bpp 1: eight 1-byte
+// taps per 8 bytes; dst[x] = clip8(half + sum).
+TEXT ·horizAVX2(SB), NOSPLIT, $0-72
 	MOVQ dst0+0(FP), DI
 	MOVQ dst1+8(FP), R13
 	MOVQ src0+16(FP), SI
 	MOVQ src1+24(FP), R12
 	MOVQ starts+32(FP), R8
 	MOVQ k+40(FP), R9
-	MOVQ size+48(FP), R10
+	MOVQ iters+48(FP), R10
 	MOVQ ow+56(FP), R11
 	SUBQ SI, R12
 	MOVL $0x200000, AX
@@ -118,17 +120,16 @@ TEXT ·horiz4AVX2(SB), NOSPLIT, $0-64
 	VPBROADCASTD X8, X8
 	XORQ BX, BX
 
-h4x:
+hx:
 	CMPQ BX, R11
-	JAE h4done
+	JAE hdone
 	MOVQ (R8)(BX*8), DX
-	SHLQ $2, DX
 	ADDQ SI, DX
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ R10, CX
 
-h4tap:
+htap:
 	VMOVDQU (R9), Y3
 	VPMOVZXBD (DX), Y2
 	VPMOVZXBD (DX)(R12*1), Y4
@@ -138,9 +139,11 @@ h4tap:
 	VPADDD Y4, Y1, Y1
 	ADDQ $8, DX
 	ADDQ $32, R9
-	SUBQ $2, CX
-	JA h4tap
+	DECQ CX
+	JNZ htap
 
+	CMPQ bpp+64(FP), $4
+	JNE hgray
 	VEXTRACTI128 $1, Y0, X2
 	VEXTRACTI128 $1, Y1, X4
 	VPADDD X2, X0, X0
@@ -154,52 +157,9 @@ h4tap:
 	VMOVD X0, (DI)(BX*4)
 	VPEXTRD $1, X0, (R13)(BX*4)
 	INCQ BX
-	JMP h4x
+	JMP hx
 
-h4done:
-	VZEROUPPER
-	RET
-
-// func horiz1AVX2(dst0, dst1, src0, src1 *uint8, starts *int, k *int32, size, ow int)
-// Two rows of 1-byte pixels: dst[x] = clip8(half + sum_i src[starts[x]+i]*k[x*size+i]),
-// size a multiple of 8.
-TEXT ·horiz1AVX2(SB), NOSPLIT, $0-64
-	MOVQ dst0+0(FP), DI
-	MOVQ dst1+8(FP), R13
-	MOVQ src0+16(FP), SI
-	MOVQ src1+24(FP), R12
-	MOVQ starts+32(FP), R8
-	MOVQ k+40(FP), R9
-	MOVQ size+48(FP), R10
-	MOVQ ow+56(FP), R11
-	SUBQ SI, R12
-	MOVL $0x200000, AX
-	VMOVD AX, X8
-	VPBROADCASTD X8, X8
-	XORQ BX, BX
-
-h1x:
-	CMPQ BX, R11
-	JAE h1done
-	MOVQ (R8)(BX*8), DX
-	ADDQ SI, DX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	MOVQ R10, CX
-
-h1tap:
-	VMOVDQU (R9), Y3
-	VPMOVZXBD (DX), Y2
-	VPMOVZXBD (DX)(R12*1), Y4
-	VPMULLD Y3, Y2, Y2
-	VPMULLD Y3, Y4, Y4
-	VPADDD Y2, Y0, Y0
-	VPADDD Y4, Y1, Y1
-	ADDQ $8, DX
-	ADDQ $32, R9
-	SUBQ $8, CX
-	JA h1tap
-
+hgray:
 	VPHADDD Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X2
 	VPADDD X2, X0, X0
@@ -213,8 +173,8 @@ h1tap:
 	SHRL $8, AX
 	MOVB AX, (R13)(BX*1)
 	INCQ BX
-	JMP h1x
+	JMP hx
 
-h1done:
+hdone:
 	VZEROUPPER
 	RET

@@ -7,10 +7,6 @@ var hasSIMD = false
 
 func vertAVX2(_, _ *uint8, _ *int, _ *int32, _, _ int) { panic("imageproc: no SIMD kernels") }
 
-func horiz4AVX2(_, _, _, _ *uint8, _ *int, _ *int32, _, _ int) {
-	panic("imageproc: no SIMD kernels")
-}
-
-func horiz1AVX2(_, _, _, _ *uint8, _ *int, _ *int32, _, _ int) {
+func horizAVX2(_, _, _, _ *uint8, _ *int, _ *int32, _, _, _ int) {
 	panic("imageproc: no SIMD kernels")
 }

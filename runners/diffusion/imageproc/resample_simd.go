@@ -30,7 +30,7 @@ func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool
 		for x := range ow {
 			xmin, n := c.Bounds[2*x], c.Bounds[2*x+1]
 			start := min(xmin, src.W-size)
-			starts[x] = start
+			starts[x] = start * bpp // a byte offset
 			for j, v := range c.K[x*c.KSize : x*c.KSize+n] {
 				o := (x*size + xmin - start + j) * rep
 				for r := range rep {
@@ -46,11 +46,7 @@ func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool
 				d0, d1 := &mid[y*stride], &mid[y1*stride]
 				s0 := src.Pix[y*src.Stride : y*src.Stride+src.W*bpp]
 				s1 := src.Pix[y1*src.Stride : y1*src.Stride+src.W*bpp]
-				if bpp == 4 {
-					horiz4AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
-				} else {
-					horiz1AVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size, ow)
-				}
+				horizAVX2(d0, d1, &s0[0], &s1[0], &starts[0], &k[0], size*bpp/8, ow, bpp)
 			}
 		})
 	}
