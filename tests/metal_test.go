@@ -31,15 +31,12 @@ func TestMetalResNetBinary(t *testing.T) {
 	}
 	require.NoError(t, ttnnfile.Available(ttnnfile.SDKDir()))
 	write := func(mod func(*ttnn.ProgramSpec)) string {
-		spec, ok := programs.Lookup("resnet50") // a copy: mod may change it
-		require.True(t, ok)
-		if mod != nil {
-			mod(&spec)
-		}
 		dir := t.TempDir()
-		progs := ttnnfile.FromSpec(spec)
-		progs[0].Traced, progs[0].Ops = true, 4
-		require.NoError(t, ttnnfile.Write(context.Background(), ttnnfile.SDKDir(), programs.MetalPath(dir, "resnet50"), progs))
+		f := ttnnfile.Fixture{Traced: func(string) bool { return true }}
+		if mod != nil {
+			f.Mod = func(_ string, s *ttnn.ProgramSpec) { mod(s) }
+		}
+		require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir, []string{"resnet50"}, programs.Lookup, f))
 		return dir
 	}
 	env := func(weights string) map[string]string {
@@ -119,23 +116,14 @@ func writeMetalImageWeights(t *testing.T, runner string, mod func(name string, s
 	require.NoError(t, os.Symlink(bpe, filepath.Join(dir, "bpe_simple_vocab_16e6.txt.gz")))
 	model, ok := runners.Lookup(runner, nil)
 	require.True(t, ok)
+	var names []string
 	for _, p := range model.Programs {
-		if p.SimOnly { // the simulator's LoRA stand-in: no .ttnn on metal
-			continue
+		if !p.SimOnly { // the simulator's LoRA stand-in has no .ttnn on metal
+			names = append(names, p.Name)
 		}
-		name := p.Name
-		spec, ok := programs.Lookup(name) // a copy: mod may change it
-		require.True(t, ok, name)
-		if mod != nil {
-			mod(name, &spec)
-		}
-		progs := ttnnfile.FromSpec(spec)
-		for i := range progs {
-			progs[i].Ops = 4
-			progs[i].Traced = name == "sdxl-unet" || name == "sd35-transformer"
-		}
-		require.NoError(t, ttnnfile.Write(context.Background(), ttnnfile.SDKDir(), programs.MetalPath(dir, name), progs))
 	}
+	require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir, names, programs.Lookup, ttnnfile.Fixture{
+		Traced: func(name string) bool { return name == "sdxl-unet" || name == "sd35-transformer" }, Mod: mod}))
 	return dir
 }
 

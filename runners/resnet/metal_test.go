@@ -35,17 +35,12 @@ func TestMetalResNet(t *testing.T) {
 // writeResNet writes MODEL_WEIGHTS_PATH/resnet50.ttnn from the declaration, changed by mod.
 func writeResNet(t *testing.T, mod func(*ttnn.ProgramSpec)) string {
 	t.Helper()
-	spec, ok := programs.Lookup(SimProgram) // a copy: mod may change it
-	require.True(t, ok)
-	if mod != nil {
-		mod(&spec)
-	}
 	dir := t.TempDir()
-	progs := ttnnfile.FromSpec(spec)
-	for i := range progs {
-		progs[i].Traced, progs[i].Ops = true, 4 // tt-mlir's trace pass: capture on the first run
+	f := ttnnfile.Fixture{Traced: func(string) bool { return true }} // tt-mlir's trace pass: capture on the first run
+	if mod != nil {
+		f.Mod = func(_ string, s *ttnn.ProgramSpec) { mod(s) }
 	}
-	require.NoError(t, ttnnfile.Write(context.Background(), ttnnfile.SDKDir(), programs.MetalPath(dir, SimProgram), progs))
+	require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir, []string{SimProgram}, programs.Lookup, f))
 	return dir
 }
 

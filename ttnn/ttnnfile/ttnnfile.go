@@ -201,3 +201,36 @@ func SimManifest(spec ttnn.ProgramSpec, latencyMs float64, traceBytes int) (stri
 	}
 	return b.String(), nil
 }
+
+// Fixture says how WriteDeclared writes a set of programs.
+type Fixture struct {
+	// Traced says which programs capture a trace on their first run (what tt-mlir's trace
+	// pass makes of a traced step); nil: none.
+	Traced func(name string) bool
+	// Mod, when not nil, changes a program's declaration before it is written: a file that
+	// differs from its declaration.
+	Mod func(name string, spec *ttnn.ProgramSpec)
+}
+
+// WriteDeclared writes <dir>/<name>.ttnn (the metal backend's MODEL_WEIGHTS_PATH layout) for
+// each named program from its declaration (lookup: runners/programs.Lookup, which returns a
+// copy), each function with 4 operations, changed and traced as f says. For tests and fixtures.
+func WriteDeclared(ctx context.Context, sdk, dir string, names []string, lookup func(string) (ttnn.ProgramSpec, bool), f Fixture) error {
+	for _, name := range names {
+		spec, ok := lookup(name)
+		if !ok {
+			return fmt.Errorf("ttnnfile: program %s is not declared", name)
+		}
+		if f.Mod != nil {
+			f.Mod(name, &spec)
+		}
+		progs := FromSpec(spec)
+		for i := range progs {
+			progs[i].Ops, progs[i].Traced = 4, f.Traced != nil && f.Traced(name)
+		}
+		if err := Write(ctx, sdk, filepath.Join(dir, name+".ttnn"), progs); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -85,3 +85,46 @@ func TestReadRoundTrip(t *testing.T) {
 	_, err = parse([]byte("not a flatbuffer at all"))
 	require.Error(t, err)
 }
+
+func TestWriteDeclared(t *testing.T) {
+	sdk := SDKDir()
+	if err := Available(sdk); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skipf("%v; skipping", err)
+	}
+	decl := map[string]ttnn.ProgramSpec{}
+	for _, name := range []string{"a", "b"} {
+		decl[name] = ttnn.ProgramSpec{Name: name, Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, Functions: []ttnn.FunctionSpec{{Name: "forward",
+			Inputs:  []ttnn.TensorSpec{{TensorDesc: ttnn.TensorDesc{DType: ttnn.BF16, Shape: []int{2, 4}}, Layout: ttnn.Tile}},
+			Outputs: []ttnn.TensorSpec{{TensorDesc: ttnn.TensorDesc{DType: ttnn.F32, Shape: []int{2}}}}}}}
+	}
+	lookup := func(name string) (ttnn.ProgramSpec, bool) {
+		p, ok := decl[name]
+		if ok { // a copy, as runners/programs.Lookup gives
+			p.Functions = []ttnn.FunctionSpec{p.Functions[0]}
+			p.Functions[0].Inputs = []ttnn.TensorSpec{p.Functions[0].Inputs[0]}
+			p.Functions[0].Inputs[0].Shape = []int{2, 4}
+		}
+		return p, ok
+	}
+	dir := t.TempDir()
+	var traced []string
+	require.NoError(t, WriteDeclared(context.Background(), sdk, dir, []string{"a", "b"}, lookup, Fixture{
+		Traced: func(name string) bool { traced = append(traced, name); return name == "a" },
+		Mod: func(name string, s *ttnn.ProgramSpec) {
+			if name == "b" {
+				s.Functions[0].Inputs[0].Shape[1] = 8
+			}
+		}}))
+	require.Equal(t, []string{"a", "b"}, traced)
+	for name, shape := range map[string][]int{"a": {2, 4}, "b": {2, 8}} {
+		got, err := Read(filepath.Join(dir, name+".ttnn"))
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, shape, got[0].Inputs[0].Shape, name)
+	}
+	require.Equal(t, []int{2, 4}, decl["b"].Functions[0].Inputs[0].Shape, "the declaration itself is not changed")
+	require.ErrorContains(t, WriteDeclared(context.Background(), sdk, dir, []string{"c"}, lookup, Fixture{}), "program c is not declared")
+}

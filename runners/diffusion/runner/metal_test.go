@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
@@ -48,19 +49,13 @@ func metalPrograms(m Model) []string {
 // one), the denoiser traced as tt-mlir's trace pass makes it.
 func writeMetalPrograms(t *testing.T, dir string, names []string, mod func(name string, spec *ttnn.ProgramSpec)) {
 	t.Helper()
-	for _, name := range names {
-		spec, ok := programs.Lookup(name) // a copy: mod may change it
-		require.True(t, ok, name)
-		if mod != nil {
-			mod(name, &spec)
-		}
-		progs := ttnnfile.FromSpec(spec)
-		for i := range progs {
-			progs[i].Ops = 4
-			progs[i].Traced = strings.Contains(name, "unet") || name == "sd35-transformer"
-		}
-		require.NoError(t, ttnnfile.Write(context.Background(), ttnnfile.SDKDir(), programs.MetalPath(dir, name), progs))
-	}
+	require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir, names, programs.Lookup,
+		ttnnfile.Fixture{Traced: denoiser, Mod: mod}))
+}
+
+// denoiser says which programs are the traced denoiser steps.
+func denoiser(name string) bool {
+	return name == pipeline.ProgUNet || name == pipeline.ProgInpaintUNet || name == pipeline.ProgSD3Transformer
 }
 
 func TestChildMetalDiffusion(t *testing.T) {
