@@ -38,6 +38,9 @@ fi
 compiled=()
 for p in "${programs[@]}"; do
 	[ "$p" = sdxl-lora-fuse ] && { echo "== $p: no compiled counterpart (host-side LoRA fusion), skipped"; continue; }
+	case $p in whisper-decoder-step*)
+		echo "== $p: WARNING: the declared step keeps its KV cache inside the program; an export whose caches are arguments will not match it (docs/DEVICE-PROGRAMS.md, 'What a compiled Whisper decoder step needs')" ;;
+	esac
 	compiled+=("$p")
 	src=$STABLEHLO_DIR/$p.stablehlo.mlir
 	[ -f "$src" ] || { echo "compile-device-programs: $src missing (export the component first)" >&2; exit 1; }
