@@ -96,8 +96,9 @@ func TestCanaryDeadAfterMissesAndRecoversWithTraffic(t *testing.T) {
 	_, probes := rec.snapshot()
 	require.Equal(t, []string{"shallow:miss", "shallow:miss", "shallow:miss"}, probes[:3])
 
-	// A real request that completes proves the model serves again.
-	for range 10 {
+	// A real request that completes proves the model serves again (probes that go out before
+	// it take a token each: enough for many).
+	for range 90 {
 		h.gate <- struct{}{}
 	}
 	v, err := h.s.Submit(context.Background(), sreq("real"), nil)
@@ -143,16 +144,29 @@ func TestCanaryStartupGraceAndDisabled(t *testing.T) {
 func TestCanaryBusyWorkersAreNotProbed(t *testing.T) {
 	rec := &canaryRecorder{}
 	h := newHarness(t, Config{Canary: rec.config(fastCanary(), false)}, true, "")
+	// The monitor's clock stands still until the real job is in flight, so that no probe can go
+	// out before it on a slow machine; then it jumps an hour (idle long past CANARY_WAIT, were
+	// the worker not busy). Every look at the clock is counted: each tick looks at least once.
+	var offset atomic.Int64
+	var looks atomic.Int64
+	base := time.Now()
+	h.s.canary.now = func() time.Time { looks.Add(1); return base.Add(time.Duration(offset.Load())) }
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
 	// A long real request holds the only worker: the monitor sees traffic, never probes.
 	done := make(chan error, 1)
 	go func() { _, err := h.s.Submit(context.Background(), sreq("blocker"), nil); done <- err }()
+	defer func() { // a failed check still lets the blocker (and any probe ahead of it) end
+		for range 5 {
+			h.gate <- struct{}{}
+		}
+		require.NoError(t, <-done)
+	}()
 	waitFor(t, "the real job in flight", func() bool { return h.s.realInflight.Load() == 1 })
-	time.Sleep(150 * time.Millisecond)
+	offset.Store(int64(time.Hour))
+	seen := looks.Load()
+	waitFor(t, "three more ticks", func() bool { return looks.Load() >= seen+6 }) // a busy tick looks twice
 	_, probes := rec.snapshot()
 	require.Empty(t, probes)
 	require.Equal(t, CanaryHealthy, h.s.Canary().State)
-	h.gate <- struct{}{}
-	require.NoError(t, <-done)
 }

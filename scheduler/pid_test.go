@@ -5,7 +5,6 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -51,9 +50,19 @@ func TestWorkerPID(t *testing.T) {
 	}
 
 	// After a crash the restarted runner's process is shown: each runner has its own pid.
+	// The device reset holds the worker in its restart until the test has looked (a restart
+	// delay alone is a window a loaded machine can miss).
 	var made atomic.Int64
+	resetting, resume := make(chan struct{}), make(chan struct{})
 	s := New(Config{Groups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}}, QueueSize: 4, MaxRestarts: 2,
-		RestartDelay: 300 * time.Millisecond},
+		Reset: func(ctx context.Context, _ []config.DeviceGroup) error {
+			close(resetting)
+			select {
+			case <-resume:
+			case <-ctx.Done():
+			}
+			return nil
+		}},
 		func(config.DeviceGroup) (runners.Runner, error) {
 			own := &atomic.Int64{}
 			own.Store(100 * made.Add(1))
@@ -66,9 +75,11 @@ func TestWorkerPID(t *testing.T) {
 	require.Equal(t, 100, s.Workers()["0"].PID)
 	_, err := s.Submit(context.Background(), sreq("x"), nil)
 	require.ErrorIs(t, err, runners.ErrDeviceLost)
-	// While it restarts (RestartDelay) there is no process: no pid, not the server's.
-	waitFor(t, "restarting", func() bool { return s.Workers()["0"].State == stateRestart })
+	// While it restarts there is no process: no pid, not the server's.
+	<-resetting
+	require.Equal(t, stateRestart, s.Workers()["0"].State)
 	require.Zero(t, s.Workers()["0"].PID, "a restarting worker process must not show the server's pid")
+	close(resume)
 	waitFor(t, "restarted", func() bool { return s.Workers()["0"].RestartCount == 1 && s.Ready() })
 	require.Equal(t, 200, s.Workers()["0"].PID)
 }
