@@ -178,3 +178,26 @@ hgray:
 hdone:
 	VZEROUPPER
 	RET
+
+// func lutAVX2(dst *float32, src *uint8, table *float32, n int)
+// dst[i] = table[src[i]] for i < n (a multiple of 8), eight lookups per gather.
+TEXT ·lutAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ table+16(FP), R8
+	MOVQ n+24(FP), CX
+	XORQ BX, BX
+
+lut1:
+	CMPQ BX, CX
+	JAE lut1done
+	VPMOVZXBD (SI)(BX*1), Y1
+	VPCMPEQD Y2, Y2, Y2
+	VPGATHERDD Y2, (R8)(Y1*4), Y0
+	VMOVDQU Y0, (DI)(BX*4)
+	ADDQ $8, BX
+	JMP lut1
+
+lut1done:
+	VZEROUPPER
+	RET

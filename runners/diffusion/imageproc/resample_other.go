@@ -10,3 +10,5 @@ func vertAVX2(_, _ *uint8, _ *int, _ *int32, _, _ int) { panic("imageproc: no SI
 func horizAVX2(_, _, _, _ *uint8, _ *int, _ *int32, _, _, _ int) {
 	panic("imageproc: no SIMD kernels")
 }
+
+func lutAVX2(_ *float32, _ *uint8, _ *float32, _ int) { panic("imageproc: no SIMD kernels") }

@@ -107,12 +107,19 @@ func rows(pixels, n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// emit writes one output row of interleaved bytes into the planar float result.
+// emit writes one output row of interleaved bytes into the planar float result: a gray row
+// eight pixels per gather from table (the rest one by one), an RGBA row's red, green and blue
+// one by one.
 func emit(out []float32, row []uint8, y, ow, oh, bpp int, table *[256]float32) {
 	if bpp == 1 {
+		n8 := ow &^ 7
 		dst := out[y*ow : (y+1)*ow]
-		for x, v := range row[:len(dst)] {
-			dst[x] = table[v]
+		row = row[:len(dst)]
+		if n8 > 0 {
+			lutAVX2(&dst[0], &row[0], &table[0], n8)
+		}
+		for x := n8; x < len(dst); x++ {
+			dst[x] = table[row[x]]
 		}
 		return
 	}
@@ -120,7 +127,7 @@ func emit(out []float32, row []uint8, y, ow, oh, bpp int, table *[256]float32) {
 	r, g, b := out[y*ow:(y+1)*ow], out[plane+y*ow:plane+(y+1)*ow], out[2*plane+y*ow:2*plane+(y+1)*ow]
 	row = row[:4*len(r)]
 	g, b = g[:len(r)], b[:len(r)]
-	for x := range r {
+	for x := range r { // three gathers per eight pixels measured no faster than this loop
 		p := row[4*x : 4*x+3]
 		r[x], g[x], b[x] = table[p[0]], table[p[1]], table[p[2]]
 	}
