@@ -163,6 +163,7 @@ func TestMetalImageBinary(t *testing.T) {
 			s.waitReady(t, 90*time.Second)
 			metalReady(t, s, 30*time.Second)
 			require.Contains(t, s.stderr.String(), "real pipeline on the metal backend")
+			require.NotContains(t, s.stderr.String(), "weights_checksum", "no simulator LoRA bookkeeping on metal")
 			// The worker process's lines arrive quoted inside the server's (msg=\"...\").
 			require.Regexp(t, `diffusion runner warm\\?"? runner=`+regexp.QuoteMeta(runner)+` .*backend=metal`, s.stderr.String())
 			imgs := generateV1(t, s, `{"prompt": "a red door", "seed": 1, "n": 1, "size": "1024x1024", "num_inference_steps": 12}`)

@@ -355,7 +355,9 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	r.log.Info("diffusion runner warm", "runner", r.cfg.Model.String(), "mesh", opts.Mesh.String(),
 		"cfg_parallel", len(r.subs) == 2, "latents", r.spec, "t5", r.tok.t5 != nil, "backend", r.backend())
 	for _, c := range r.closers {
-		if d, ok := c.(*pipeline.TTNNDevice); ok {
+		// The weights checksum is the simulator's LoRA bookkeeping; metal has no LoRA path
+		// (docs/DEVICE-PROGRAMS.md), so nothing there to report.
+		if d, ok := c.(*pipeline.TTNNDevice); ok && !metal {
 			r.logWeights(ctx, d, "base weights", "")
 		}
 	}
