@@ -39,7 +39,9 @@ func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool
 			}
 		}
 		stride = ow * bpp
-		mid = make([]uint8, src.H*stride)
+		buf := midBuffer(src.H * stride)
+		defer midPool.Put(buf)
+		mid = *buf
 		rows(ow*src.H, (src.H+1)/2, func(lo, hi int) {
 			for y := 2 * lo; y < min(2*hi, src.H); y += 2 {
 				y1 := min(y+1, src.H-1)
@@ -83,6 +85,20 @@ func resizeSIMD(src source, ow, oh int, table *[256]float32, out []float32) bool
 		}
 	})
 	return true
+}
+
+// midPool keeps the horizontal pass's output between calls: every byte of it is written before
+// it is read, so a reused buffer need not be cleared (a fresh one costs a clear of megabytes).
+var midPool sync.Pool
+
+// midBuffer is a buffer of n bytes from midPool, or a new one.
+func midBuffer(n int) *[]uint8 {
+	if b, ok := midPool.Get().(*[]uint8); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]uint8, n)
+	return &b
 }
 
 // parallelPixels is the smallest pass (in output pixels) split across goroutines: below it the
