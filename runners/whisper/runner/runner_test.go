@@ -393,3 +393,55 @@ func TestRunnerDecodeOptions(t *testing.T) {
 	opts.Temperatures[0] = 9 // the runner's copy, not the request's
 	require.Equal(t, 0.0, req.Decode.Temperatures[0])
 }
+
+// TestRegisterOnMetalNeverFallsBack: with DEVICE_BACKEND=metal the factory builds the real
+// runner over MODEL_WEIGHTS_PATH's .ttnn files or fails naming what is missing; it never hands
+// a Tenstorrent user the simulated runner. (Loading and serving run over the fake runtime in
+// metal_test.go, -tags ttnn.)
+func TestRegisterOnMetalNeverFallsBack(t *testing.T) {
+	vocab := filepath.Join(whisperDir(t), "multilingual.tiktoken")
+	reg := runners.NewRegistry()
+	Register(reg)
+	weights := func(vocabulary bool, programs ...string) string {
+		dir := t.TempDir()
+		if vocabulary {
+			require.NoError(t, os.Symlink(vocab, filepath.Join(dir, "multilingual.tiktoken")))
+		}
+		for _, p := range programs {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, p+".ttnn"), nil, 0o600)) // only looked for here
+		}
+		return dir
+	}
+	both := []string{EncoderProgram, DecoderProgram}
+	for _, tc := range []struct {
+		name, weights string
+		maxBatch      int
+		err           string
+	}{
+		{"MODEL_WEIGHTS_PATH unset", "", 1, "MODEL_WEIGHTS_PATH is not set"},
+		{"no programs", weights(true), 1, "MODEL_WEIGHTS_PATH has no whisper-encoder.ttnn"},
+		{"no decoder step", weights(true, EncoderProgram), 1, "MODEL_WEIGHTS_PATH has no whisper-decoder-step.ttnn"},
+		{"batched, no step at all", weights(true, EncoderProgram), 4, "MODEL_WEIGHTS_PATH has no whisper-decoder-step.ttnn"},
+		{"no vocabulary", weights(false, both...), 1, "no vocabulary"},
+		{"programs and vocabulary", weights(true, both...), 1, ""},
+		{"batched, the -b4 step", weights(true, EncoderProgram, BatchProgram(4)), 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &config.Settings{ModelRunner: runners.RunnerWhisper, DeviceBackend: config.BackendMetal, ModelWeightsPath: tc.weights,
+				WorkerIsolation: config.IsolationProcess, TraceRegionSize: config.DefaultTraceRegionSize, MaxBatchSize: tc.maxBatch}
+			r, err := reg.New(runners.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, r.Close()) })
+			wr, ok := r.(*Runner)
+			require.True(t, ok, "the real runner, not %T", r)
+			require.Equal(t, config.BackendMetal, wr.cfg.Backend)
+			require.Nil(t, wr.cfg.Parent, "its own device: the server's parent mesh is the simulator's")
+			require.Equal(t, L1SmallSize, wr.cfg.Device.L1SmallSize)
+			require.Equal(t, TraceRegionSize, wr.cfg.Device.TraceRegionSize)
+		})
+	}
+}
