@@ -88,18 +88,45 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// FreePort asks the kernel for an unused loopback port.
+// handedOut holds every port FreePort has returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort asks the kernel for an unused loopback port that this process has not handed out
+// before. The kernel gives a port that is closed again to a later Listen(":0") (here, 6-13
+// times in 300 calls), so two parallel tests could get the same port before either server has
+// bound it: one server would fail to start, or a test would talk to another test's server.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	var held []net.Listener // ports used before, kept bound so that the kernel offers others
+	defer func() {
+		for _, ln := range held {
+			_ = ln.Close()
+		}
+	}()
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		handedOut.Lock()
+		fresh := !handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if !fresh {
+			held = append(held, ln)
+			continue
+		}
+		if err := ln.Close(); err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		return port
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	return port
+	t.Fatalf("free port: no port this process has not used in 1000 tries")
+	return 0
 }
 
 // LockedBuffer collects a subprocess's output; it is safe for concurrent use.

@@ -19,7 +19,6 @@ import (
 	"image/png"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -110,10 +109,7 @@ type lockedBuffer = e2e.LockedBuffer
 // overrides, waits for /tt-liveness to answer 200, and stops it (SIGTERM, exit 0) at the end.
 func startServer(t *testing.T, overrides map[string]string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := e2e.FreePort(t)
 	env := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
 		"SERVICE_HOST": "127.0.0.1", "SERVICE_PORT": strconv.Itoa(port),
