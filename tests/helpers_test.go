@@ -82,8 +82,9 @@ type server struct {
 	stop   bool // SIGTERM already sent by stopAndCheck
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort(t *testing.T) int { return e2e.FreePort(t) }
+// freePort asks the kernel for an unused loopback port (a variable for
+// TestLaunchRetriesATakenPort, which is not parallel).
+var freePort = func(t *testing.T) int { return e2e.FreePort(t) }
 
 // serverEnv is the environment of a server: a minimal base (PATH, HOME), fast mock
 // latencies, and the overrides. Variables of the test's own environment are not inherited so
@@ -116,7 +117,22 @@ func serverEnv(port int, overrides map[string]string) []string {
 
 // launch starts the binary without waiting for it to be ready. The process is killed at the
 // end of the test if it is still running, and its stderr is logged when the test failed.
+//
+// A port FreePort found free can be taken before the server binds it (by another test binary
+// choosing ports, or a client connection): a server that could not bind is started again on
+// another port, up to three times.
 func launch(t *testing.T, env map[string]string) *server {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s := launchOnce(t, env)
+		if attempt == 3 || !s.bindFailed() {
+			return s
+		}
+		t.Logf("port %d was taken before the server bound it; starting again on another", s.Port)
+	}
+}
+
+func launchOnce(t *testing.T, env map[string]string) *server {
 	t.Helper()
 	port := freePort(t)
 	s := &server{
@@ -149,6 +165,24 @@ func launch(t *testing.T, env map[string]string) *server {
 		}
 	})
 	return s
+}
+
+// bindFailed waits until the server listens (its "serving" log line) or exits, and reports
+// whether it exited because its port was in use. A server that does neither within 30 s is
+// left to the test.
+func (s *server) bindFailed() bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(s.stderr.String(), "msg=serving") {
+			return false
+		}
+		select {
+		case <-s.done:
+			return strings.Contains(s.stderr.String(), "address already in use")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // startServer launches the binary, waits until /tt-liveness answers 200, and registers a
