@@ -56,7 +56,7 @@ func TestConnectionCap(t *testing.T) {
 	t.Logf("server fds: %d before, %d with 400 idle connections (MAX_CONNECTIONS=64); liveness in %v",
 		base, fds, time.Since(start).Round(time.Millisecond))
 	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "MAX_CONNECTIONS reached") },
-		2*time.Second, 20*time.Millisecond)
+		10*time.Second, 20*time.Millisecond)
 }
 
 // TestSlowUploadHonoursRequestTimeout: a body that stalls is cut at the request's
