@@ -167,23 +167,9 @@ func launchOnce(t *testing.T, env map[string]string) *server {
 	return s
 }
 
-// bindFailed waits until the server listens (its "serving" log line) or exits, and reports
-// whether it exited because its port was in use. A server that does neither within 30 s is
-// left to the test.
-func (s *server) bindFailed() bool {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(s.stderr.String(), "msg=serving") {
-			return false
-		}
-		select {
-		case <-s.done:
-			return strings.Contains(s.stderr.String(), "address already in use")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return false
-}
+// bindFailed waits until the server listens or exits, and reports whether it exited because
+// its port was in use.
+func (s *server) bindFailed() bool { return e2e.BindFailed(s.stderr.String, s.done) }
 
 // startServer launches the binary, waits until /tt-liveness answers 200, and registers a
 // graceful stop (SIGTERM, exit status 0 within a few seconds) at the end of the test.

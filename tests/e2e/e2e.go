@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // BinaryEnv names a prebuilt server binary to test instead of building one (e.g. a `-tags
@@ -127,6 +128,26 @@ func FreePort(t testing.TB) int {
 	}
 	t.Fatalf("free port: no port this process has not used in 1000 tries")
 	return 0
+}
+
+// BindFailed waits until a server started on a FreePort port logs that it serves (its
+// "msg=serving" line, at LOG_LEVEL INFO or lower) or exits (done closed), and reports whether it
+// exited because the port was in use: a free port can be taken before the server binds it (by
+// another test binary choosing ports, or a client connection), and the caller then starts the
+// server again on another port. A server that does neither within 30 s is left to the caller.
+func BindFailed(output func() string, done <-chan struct{}) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(output(), "msg=serving") {
+			return false
+		}
+		select {
+		case <-done:
+			return strings.Contains(output(), "address already in use")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // LockedBuffer collects a subprocess's output; it is safe for concurrent use.

@@ -69,15 +69,52 @@ func (p *proc) V1() string { return p.URL + "/v1" }
 func freePort(t *testing.T) int { return e2e.FreePort(t) }
 
 // launch starts the binary with a minimal environment (PATH, HOME, loopback address, the
-// SDK test key) plus env, without waiting for it. At the end of the test it is stopped with
-// SIGTERM and must exit 0 within 5 s; its output is logged when the test failed.
+// SDK test key) plus env, without waiting for it to be ready. At the end of the test it is
+// stopped with SIGTERM and must exit 0 within 5 s; its output is logged when the test failed.
+// A server whose port was taken before it bound it (by another test binary's server or a
+// client connection) is started again on another port, up to three times.
 func launch(t *testing.T, name string, env map[string]string) *proc {
+	t.Helper()
+	var p *proc
+	for attempt := 1; ; attempt++ {
+		p = launchOnce(t, name, env)
+		if attempt == 3 || !e2e.BindFailed(p.out.String, p.done) {
+			break
+		}
+		t.Logf("%s: port of %s was taken before the server bound it; starting again on another", name, p.URL)
+	}
+	t.Cleanup(func() {
+		if !p.exited() {
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Errorf("%s: SIGTERM: %v", name, err)
+			}
+		}
+		select {
+		case <-p.done:
+			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("%s exited with status %d after SIGTERM, want 0 (%v)", name, code, p.err)
+			}
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			t.Errorf("%s did not exit within 5 s of SIGTERM", name)
+		}
+		if t.Failed() {
+			t.Logf("%s (%s, env %v) output:\n%s", name, p.URL, env, p.out.String())
+		}
+	})
+	return p
+}
+
+// launchOnce starts the binary on a free port (LOG_LEVEL INFO: launch waits for its "serving"
+// line).
+func launchOnce(t *testing.T, name string, env map[string]string) *proc {
 	t.Helper()
 	port := freePort(t)
 	vars := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
 		"SERVICE_HOST": "127.0.0.1", "SERVICE_PORT": strconv.Itoa(port),
-		"API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1", "LOG_LEVEL": "WARNING",
+		"API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1", "LOG_LEVEL": "INFO",
 		"SHUTDOWN_GRACE_SECONDS": "2",
 	}
 	for k, v := range env {
@@ -105,26 +142,6 @@ func launch(t *testing.T, name string, env map[string]string) *proc {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		if !p.exited() {
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Errorf("%s: SIGTERM: %v", name, err)
-			}
-		}
-		select {
-		case <-p.done:
-			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-				t.Errorf("%s exited with status %d after SIGTERM, want 0 (%v)", name, code, p.err)
-			}
-		case <-time.After(5 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			t.Errorf("%s did not exit within 5 s of SIGTERM", name)
-		}
-		if t.Failed() {
-			t.Logf("%s (%s, env %v) output:\n%s", name, p.URL, env, p.out.String())
-		}
-	})
 	return p
 }
 
