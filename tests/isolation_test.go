@@ -94,10 +94,12 @@ func TestProcessIsolationHang(t *testing.T) {
 	t.Parallel()
 	resetLog := filepath.Join(t.TempDir(), "reset.log")
 	s := startServer(t, processEnv(map[string]string{
-		"MOCK_DEVICES_COUNT":                "2",
-		"DEVICE_MESH_SHAPE":                 "(1,2)", // one worker on chips 0 and 1
-		"TTB_SIM_HANG_SECONDS":              "30",
-		"TTB_SIM_HANG_AFTER":                "40",
+		"MOCK_DEVICES_COUNT":   "2",
+		"DEVICE_MESH_SHAPE":    "(1,2)", // one worker on chips 0 and 1
+		"TTB_SIM_HANG_SECONDS": "30",
+		// The hang comes early in the request, well inside its 1 s on a slow machine, and after
+		// the warm-up plus the 12 steps of the last request (a fresh process counts from 0).
+		"TTB_SIM_HANG_AFTER":                "20",
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": "1",
 		"RESET_DEVICE_COMMAND":              `echo "reset $TT_VISIBLE_DEVICES" >> ` + resetLog,
 	}))
