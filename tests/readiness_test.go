@@ -56,9 +56,10 @@ func TestKilledIdleWorkerIsNotReady(t *testing.T) {
 func TestStuckOnlyWorkerHealth503(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, inprocessEnv(map[string]string{
-		"MOCK_DEVICES_COUNT":                "1",
-		"TTB_SIM_HANG_SECONDS":              "14",
-		"TTB_SIM_HANG_AFTER":                "40",
+		"MOCK_DEVICES_COUNT":   "1",
+		"TTB_SIM_HANG_SECONDS": "14",
+		// Early in the request (after the warm-up's runs), well inside its 1 s on a slow machine.
+		"TTB_SIM_HANG_AFTER":                "20",
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": "1",
 	}))
 	require.Equal(t, http.StatusOK, s.get(t, "/health").Status)
