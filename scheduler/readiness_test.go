@@ -79,7 +79,9 @@ func TestProcessExitWhileIdleIsNotReady(t *testing.T) {
 func TestStuckWorkerIsNotReady(t *testing.T) {
 	old := stuckGrace
 	stuckGrace = 50 * time.Millisecond
-	defer func() { stuckGrace = old }()
+	// Restored after the scheduler's Stop (cleanups run last-registered first), not while its
+	// workers may still read it.
+	t.Cleanup(func() { stuckGrace = old })
 	h := newHarness(t, Config{Timeout: 50 * time.Millisecond}, true, "")
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
