@@ -31,7 +31,9 @@ func TestRunningDiffusionStopsWithinOneStep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := s.Submit(ctx, req, nil); done <- err }()
-	time.Sleep(3*step + step/2) // mid-way through step 4
+	// Cancelled in step 4, once the worker reports 3 steps done (a sleep could end before the
+	// job even started on a loaded machine, or after it ran on).
+	require.Eventually(t, func() bool { return s.Workers()["0"].StepsDone >= 3 }, 30*time.Second, time.Millisecond)
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 
