@@ -5,13 +5,12 @@ package resnet
 import (
 	"context"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -24,12 +23,7 @@ func TestMetalResNet(t *testing.T) {
 	if _, ok := ttnn.FakeRuntime(); !ok {
 		t.Skip("metal is linked against a real tt::runtime: this test runs over the fake (scripts/check-metal.sh)")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildMetalResNet$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TTB_TEST_CHILD=TestChildMetalResNet", "GORACE=atexit_sleep_ms=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	require.Contains(t, string(out), "--- PASS: TestChildMetalResNet")
-	t.Log(strings.TrimSpace(string(out)))
+	childtest.Run(t, "TestChildMetalResNet")
 }
 
 // writeResNet writes MODEL_WEIGHTS_PATH/resnet50.ttnn from the declaration, changed by mod.
@@ -45,7 +39,7 @@ func writeResNet(t *testing.T, mod func(*ttnn.ProgramSpec)) string {
 }
 
 func TestChildMetalResNet(t *testing.T) {
-	if os.Getenv("TTB_TEST_CHILD") != t.Name() {
+	if os.Getenv(childtest.Env) != t.Name() {
 		t.Skip("runs only as a child process (of TestMetalResNet)")
 	}
 	if err := ttnnfile.Available(ttnnfile.SDKDir()); err != nil {

@@ -6,13 +6,12 @@ import (
 	"context"
 	"image"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
@@ -26,12 +25,7 @@ func TestMetalDiffusion(t *testing.T) {
 	if _, ok := ttnn.FakeRuntime(); !ok {
 		t.Skip("metal is linked against a real tt::runtime: this test runs over the fake (scripts/check-metal.sh)")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildMetalDiffusion$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TTB_TEST_CHILD=TestChildMetalDiffusion", "GORACE=atexit_sleep_ms=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	require.Contains(t, string(out), "--- PASS: TestChildMetalDiffusion")
-	t.Log(strings.TrimSpace(string(out)))
+	childtest.Run(t, "TestChildMetalDiffusion")
 }
 
 // metalPrograms are the programs m loads on metal: the catalogue's, without the simulator's own.
@@ -59,7 +53,7 @@ func denoiser(name string) bool {
 }
 
 func TestChildMetalDiffusion(t *testing.T) {
-	if os.Getenv("TTB_TEST_CHILD") != t.Name() {
+	if os.Getenv(childtest.Env) != t.Name() {
 		t.Skip("runs only as a child process (of TestMetalDiffusion)")
 	}
 	if err := ttnnfile.Available(ttnnfile.SDKDir()); err != nil {

@@ -5,9 +5,7 @@ package runner
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -29,12 +28,7 @@ func TestMetalWhisper(t *testing.T) {
 		t.Skip("metal is linked against a real tt::runtime: this test runs over the fake (scripts/check-metal.sh)")
 	}
 	whisperDir(t) // skips, before the child runs, without the vocabulary
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildMetalWhisper$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TTB_TEST_CHILD=TestChildMetalWhisper", "GORACE=atexit_sleep_ms=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	require.Contains(t, string(out), "--- PASS: TestChildMetalWhisper")
-	t.Log(strings.TrimSpace(string(out)))
+	childtest.Run(t, "TestChildMetalWhisper")
 }
 
 // writeWhisperPrograms writes MODEL_WEIGHTS_PATH for the metal runner: the vocabulary (a link
@@ -61,7 +55,7 @@ func writeWhisperPrograms(t *testing.T, names []string, mod map[string]func(*ttn
 }
 
 func TestChildMetalWhisper(t *testing.T) {
-	if os.Getenv("TTB_TEST_CHILD") != t.Name() {
+	if os.Getenv(childtest.Env) != t.Name() {
 		t.Skip("runs only as a child process (of TestMetalWhisper)")
 	}
 	if err := ttnnfile.Available(ttnnfile.SDKDir()); err != nil {
