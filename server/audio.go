@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,34 +234,6 @@ func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error)
 		return nil, httpErr(http.StatusBadRequest, audioContentTypeMsg)
 	}
 	return up, nil
-}
-
-// decodeBase64 accepts standard base64 with or without padding, with whitespace or a data: URL
-// prefix, as clients send it.
-func decodeBase64(s string) ([]byte, error) {
-	if strings.HasPrefix(s, "data:") {
-		if i := strings.Index(s, ","); i >= 0 {
-			s = s[i+1:]
-		}
-	}
-	if out, err := base64.StdEncoding.DecodeString(s); err == nil { // the common case: one pass
-		return out, nil
-	}
-	s = strings.Map(func(r rune) rune {
-		switch r {
-		case ' ', '\n', '\r', '\t':
-			return -1
-		}
-		return r
-	}, s)
-	if out, err := base64.StdEncoding.DecodeString(s); err == nil {
-		return out, nil
-	}
-	out, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // errPreprocessingOff refuses a request that explicitly asks for pre-processing (field) on a

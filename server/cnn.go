@@ -138,13 +138,6 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 	return b.err()
 }
 
-func shorten(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
-
 // handleCNN serves POST /cnn/search-image.
 func (s *Server) handleCNN(c *gin.Context) {
 	up, err := parseCNNUpload(c.Request)

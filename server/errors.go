@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -171,57 +170,36 @@ func (s *Server) retryFallback() time.Duration {
 	return time.Second
 }
 
-// maxEchoDepth and maxEchoString bound the request input a 422 echoes back: a deeply nested
-// body (5,000 levels) would otherwise come back as JSON that Python's json module (recursion
-// limit ~1,000) cannot parse, and a huge string would be sent back whole.
-const (
-	maxEchoDepth  = 20
-	maxEchoString = 1000
-	maxEchoItems  = 100
-)
+// inputError is a bad input image or mask: its status (400, or 413 over the pixel budget) and
+// a message naming the field; both error envelopes carry the field.
+type inputError struct {
+	field, msg string
+	status     int
+}
 
-// truncateEcho copies v (decoded JSON) with nesting below depth levels replaced by "...",
-// strings cut to maxEchoString bytes (with "..." appended) and arrays and objects cut to
-// maxEchoItems entries.
-func truncateEcho(v any, depth int) any {
-	switch x := v.(type) {
-	case string:
-		if len(x) > maxEchoString {
-			cut := maxEchoString
-			for cut > 0 && !utf8.RuneStart(x[cut]) {
-				cut--
-			}
-			return x[:cut] + "..."
+func fieldImageErr(field string, err error) error {
+	status := http.StatusBadRequest
+	if errors.Is(err, imaging.ErrTooLarge) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	return &inputError{field: field, status: status, msg: fmt.Sprintf("%s is not a usable image: %v", field, err)}
+}
+
+// failField answers err in the Python (openAI false) or OpenAI envelope; an inputError's field
+// becomes OpenAI's param.
+func (s *Server) failField(c *gin.Context, err error, openAI bool) {
+	var fe *inputError
+	if errors.As(err, &fe) {
+		if openAI {
+			s.failOpenAI(c, &openAIError{status: fe.status, msg: fe.msg, param: fe.field})
+		} else {
+			s.fail(c, httpErr(fe.status, "%s", fe.msg))
 		}
-		return x
-	case []any:
-		if depth <= 0 {
-			return "..."
-		}
-		out := make([]any, 0, min(len(x), maxEchoItems+1))
-		for i, e := range x {
-			if i == maxEchoItems {
-				out = append(out, "...")
-				break
-			}
-			out = append(out, truncateEcho(e, depth-1))
-		}
-		return out
-	case map[string]any:
-		if depth <= 0 {
-			return "..."
-		}
-		out := make(map[string]any, min(len(x), maxEchoItems))
-		n := 0
-		for k, e := range x {
-			if n == maxEchoItems {
-				break
-			}
-			out[k] = truncateEcho(e, depth-1)
-			n++
-		}
-		return out
-	default:
-		return v
+		return
+	}
+	if openAI {
+		s.failOpenAI(c, err)
+	} else {
+		s.fail(c, err)
 	}
 }

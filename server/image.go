@@ -261,11 +261,6 @@ func (r *imageRequest) encoder() func(image.Image) ([]byte, error) {
 	return func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
 }
 
-func rawInput(b *body, name string) any {
-	v, _ := b.value(name)
-	return v
-}
-
 // handleImage serves POST /image/generations: {"images": [base64 JPEG, ...]}.
 func (s *Server) handleImage(c *gin.Context) {
 	data, err := readBody(c)

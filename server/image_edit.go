@@ -106,40 +106,7 @@ func decodeMask(field string, data []byte, img image.Image, alphaMarks bool) (*i
 	return g, nil
 }
 
-// inputError is a bad input image or mask: its status (400, or 413 over the pixel budget) and
-// a message naming the field; both error envelopes carry the field.
-type inputError struct {
-	field, msg string
-	status     int
-}
-
 func (e *inputError) Error() string { return e.msg }
-
-func fieldImageErr(field string, err error) error {
-	status := http.StatusBadRequest
-	if errors.Is(err, imaging.ErrTooLarge) {
-		status = http.StatusRequestEntityTooLarge
-	}
-	return &inputError{field: field, status: status, msg: fmt.Sprintf("%s is not a usable image: %v", field, err)}
-}
-
-// asAPI turns a inputError into the error both envelopes understand.
-func (s *Server) failField(c *gin.Context, err error, openAI bool) {
-	var fe *inputError
-	if errors.As(err, &fe) {
-		if openAI {
-			s.failOpenAI(c, &openAIError{status: fe.status, msg: fe.msg, param: fe.field})
-		} else {
-			s.fail(c, httpErr(fe.status, "%s", fe.msg))
-		}
-		return
-	}
-	if openAI {
-		s.failOpenAI(c, err)
-	} else {
-		s.fail(c, err)
-	}
-}
 
 // handleImageInput serves HEAD's image-to-image and edits requests (JSON): the
 // ImageGenerateRequest fields plus image (base64, required), strength (0-1, default 0.6) and,

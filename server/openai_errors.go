@@ -45,17 +45,6 @@ func (s *Server) failFor(c *gin.Context, err error) {
 	s.fail(c, err)
 }
 
-// maxEchoedPath bounds how much of an unknown path an error message repeats.
-const maxEchoedPath = 256
-
-func echoedPath(c *gin.Context) string {
-	p := c.Request.URL.Path
-	if len(p) > maxEchoedPath {
-		p = p[:maxEchoedPath] + "…"
-	}
-	return p
-}
-
 // noRoute answers an unknown path: 404 {"detail": "Not Found"} as FastAPI does, or under /v1
 // OpenAI's "Invalid URL (METHOD /path)" with code not_found.
 func (s *Server) noRoute(c *gin.Context) {

@@ -361,3 +361,8 @@ func limit(f float64, isFloat bool) any {
 	}
 	return int64(f)
 }
+
+func rawInput(b *body, name string) any {
+	v, _ := b.value(name)
+	return v
+}
