@@ -110,8 +110,15 @@ func nativeLoad(name string) error {
 	return nil
 }
 
-// handles keeps TurboJPEG instances for reuse (an instance is not safe for concurrent use);
-// at most cap(...) idle ones are kept, the rest destroyed.
+// The idle TurboJPEG instances kept for reuse (an instance is not safe for concurrent use); at
+// most cap(...) idle ones are kept, the rest destroyed.
+//
+// Only an instance whose last call returned 0 goes back: one that saw an error is destroyed.
+// libjpeg reports a fatal error by longjmp out of the decoder, and TurboJPEG 2.x's header
+// reader does not reset the instance on that path, so the instance stays inside its header
+// parser and refuses every later JPEG ("two SOI markers"): one malformed upload (12-bit, cut
+// off in its headers, 0 components, lossless SOF3) made every later valid one fail until
+// restart (issue 30). Warnings are treated the same way (an instance is cheap to create).
 var (
 	decompressors = make(chan C.tt_tjhandle, 2*runtime.GOMAXPROCS(0))
 	compressors   = make(chan *compressor, 2*runtime.GOMAXPROCS(0))
@@ -137,20 +144,24 @@ func getCompressor() (*compressor, error) {
 	return &compressor{h: h}, nil
 }
 
-func putCompressor(c *compressor) {
-	select {
-	case compressors <- c:
-	default:
-		C.tt_destroy(c.h)
-		if c.buf != nil {
-			C.tt_free(c.buf)
+// putCompressor pools c when its last call succeeded (ok) and destroys it otherwise.
+func putCompressor(c *compressor, ok bool) {
+	if ok {
+		select {
+		case compressors <- c:
+			return
+		default:
 		}
+	}
+	C.tt_destroy(c.h)
+	if c.buf != nil {
+		C.tt_free(c.buf)
 	}
 }
 
-func getHandle(pool chan C.tt_tjhandle) (C.tt_tjhandle, error) {
+func getDecompressor() (C.tt_tjhandle, error) {
 	select {
-	case h := <-pool:
+	case h := <-decompressors:
 		return h, nil
 	default:
 	}
@@ -161,12 +172,16 @@ func getHandle(pool chan C.tt_tjhandle) (C.tt_tjhandle, error) {
 	return h, nil
 }
 
-func putHandle(pool chan C.tt_tjhandle, h C.tt_tjhandle) {
-	select {
-	case pool <- h:
-	default:
-		C.tt_destroy(h)
+// putDecompressor pools h when its last call succeeded (ok) and destroys it otherwise.
+func putDecompressor(h C.tt_tjhandle, ok bool) {
+	if ok {
+		select {
+		case decompressors <- h:
+			return
+		default:
+		}
 	}
+	C.tt_destroy(h)
 }
 
 func bufPtr(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceData(b))) }
@@ -175,15 +190,18 @@ func nativeHeader(data []byte) (Header, error) {
 	if len(data) == 0 {
 		return Header{}, fmt.Errorf("%w: empty data", ErrInvalid)
 	}
-	h, err := getHandle(decompressors)
+	h, err := getDecompressor()
 	if err != nil {
 		return Header{}, err
 	}
-	defer putHandle(decompressors, h)
 	var w, ht, ss, cs C.int
-	if C.tt_header(h, bufPtr(data), C.ulong(len(data)), &w, &ht, &ss, &cs) != 0 {
-		return Header{}, fmt.Errorf("%w: %s", ErrInvalid, C.GoString(C.tt_error(h)))
+	rc := C.tt_header(h, bufPtr(data), C.ulong(len(data)), &w, &ht, &ss, &cs)
+	if rc != 0 {
+		err := fmt.Errorf("%w: %s", ErrInvalid, C.GoString(C.tt_error(h)))
+		putDecompressor(h, false)
+		return Header{}, err
 	}
+	putDecompressor(h, true)
 	if w <= 0 || ht <= 0 {
 		return Header{}, fmt.Errorf("%w: %dx%d pixels", ErrInvalid, w, ht)
 	}
@@ -193,11 +211,10 @@ func nativeHeader(data []byte) (Header, error) {
 // nativeDecode decodes at scale 1/denom (TurboJPEG's TJSCALED rounding up).
 func nativeDecode(data []byte, hd Header, denom int, rgb bool) (image.Image, error) {
 	w, ht := (hd.Width+denom-1)/denom, (hd.Height+denom-1)/denom
-	h, err := getHandle(decompressors)
+	h, err := getDecompressor()
 	if err != nil {
 		return nil, err
 	}
-	defer putHandle(decompressors, h)
 	var img image.Image
 	var pix []byte
 	var stride, pf int
@@ -210,12 +227,19 @@ func nativeDecode(data []byte, hd Header, denom int, rgb bool) (image.Image, err
 		img, pix, stride, pf = m, m.Pix, m.Stride, tjpfRGBA
 	}
 	// Flags 0: accurate integer IDCT and fancy upsampling, libjpeg's (and Pillow's) defaults.
-	if C.tt_decompress(h, bufPtr(data), C.ulong(len(data)), bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), 0) != 0 {
-		// A warning (e.g. premature end of data, extraneous bytes) leaves a complete image
-		// whose missing part is grey, as libjpeg hands it to Pillow; only fatal errors fail.
-		if C.tt_error_code(h) != tjerrWarning {
-			return nil, fmt.Errorf("%w: %s", ErrInvalid, C.GoString(C.tt_error(h)))
-		}
+	rc := C.tt_decompress(h, bufPtr(data), C.ulong(len(data)), bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), 0)
+	if rc == 0 {
+		putDecompressor(h, true)
+		return img, nil
+	}
+	// A warning (e.g. premature end of data, extraneous bytes) leaves a complete image whose
+	// missing part is grey, as libjpeg hands it to Pillow; only fatal errors fail. Either
+	// way the instance is not reused.
+	fatal := C.tt_error_code(h) != tjerrWarning
+	msg := C.GoString(C.tt_error(h))
+	putDecompressor(h, false)
+	if fatal {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, msg)
 	}
 	return img, nil
 }
@@ -244,16 +268,21 @@ func nativeEncode(img image.Image, quality int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer putCompressor(c)
 	var n C.ulong
 	rc := C.tt_compress(c.h, bufPtr(pix), C.int(w), C.int(stride), C.int(ht), C.int(pf), &c.buf, &c.cap, &n, C.int(ss), C.int(quality), tjflagAccurateDCT)
-	if rc == -2 {
+	switch rc {
+	case 0:
+		out := C.GoBytes(unsafe.Pointer(c.buf), C.int(n))
+		putCompressor(c, true)
+		return out, nil
+	case -2:
+		putCompressor(c, false)
 		return nil, fmt.Errorf("encode jpeg: no buffer for a %dx%d image", w, ht)
+	default:
+		err := fmt.Errorf("encode jpeg: %s", C.GoString(C.tt_error(c.h)))
+		putCompressor(c, false)
+		return nil, err
 	}
-	if rc != 0 {
-		return nil, fmt.Errorf("encode jpeg: %s", C.GoString(C.tt_error(c.h)))
-	}
-	return C.GoBytes(unsafe.Pointer(c.buf), C.int(n)), nil
 }
 
 // opaque reports whether every pixel of m has alpha 255.

@@ -19,7 +19,7 @@ import (
 )
 
 // requireNative skips (fails in CI) when libturbojpeg cannot be loaded in this build.
-func requireNative(t *testing.T) {
+func requireNative(t testing.TB) {
 	t.Helper()
 	if err := Load(); err != nil {
 		if os.Getenv("CI") == "true" && !errorsIsNotBuilt(err) {
