@@ -1,12 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -72,23 +71,15 @@ var pythonAudioFields = []string{"file", "stream", "response_format", "is_prepro
 var pythonAudioFormats = []string{"json", "verbose_json", "text"}
 
 // parseAudioUpload reads HEAD's AudioProcessingRequest: multipart (a file part and the fields
-// as form values) or JSON with the file base64-encoded in "file". pre, when not nil, is the
-// JSON body already decoded (by the dialect check).
-func parseAudioUpload(r *http.Request, pre *body) (*audioUpload, error) {
-	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+// as form values) or JSON with the file base64-encoded in "file".
+func parseAudioUpload(in *request) (*audioUpload, error) {
 	switch {
-	case ct == "multipart/form-data":
-		return parseAudioMultipart(r, params["boundary"])
-	case strings.Contains(ct, "application/json"):
-		b := pre
-		if b == nil {
-			data, err := io.ReadAll(r.Body)
-			if err != nil {
-				return nil, bodyErr(err)
-			}
-			if b, err = parseBody(data); err != nil {
-				return nil, err
-			}
+	case in.contentType == "multipart/form-data":
+		return parseAudioMultipart(in)
+	case strings.Contains(in.contentType, "application/json"):
+		b, err := in.jsonBody()
+		if err != nil {
+			return nil, err
 		}
 		up := &audioUpload{}
 		file, ok := b.str("file", true)
@@ -199,8 +190,8 @@ func readTemperatures(b *body) []float64 {
 	return out
 }
 
-func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error) {
-	if boundary == "" {
+func parseAudioMultipart(in *request) (*audioUpload, error) {
+	if in.boundary == "" {
 		return nil, httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
 	up := &audioUpload{}
@@ -210,7 +201,7 @@ func parseAudioMultipart(r *http.Request, boundary string) (*audioUpload, error)
 	tooMany := func() error {
 		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
 	}
-	err := readForm(r.Body, boundary, maxMultipartParts, maxOpenAIFieldBytes, tooMany, func(name string, v []byte) error {
+	err := readForm(bytes.NewReader(in.data), in.boundary, maxMultipartParts, maxOpenAIFieldBytes, tooMany, func(name string, v []byte) error {
 		if name == "file" {
 			up.file, gotFile = v, true
 			return nil
@@ -247,7 +238,7 @@ func errPreprocessingOff(field string) string {
 // audioRequest decodes and checks the upload and builds the runner's request.
 func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (*runners.AudioRequest, error) {
 	if up.askedPreprocessing != "" && !s.cfg.AllowAudioPreprocessing {
-		return nil, &inputError{field: up.askedPreprocessing, status: http.StatusBadRequest, msg: errPreprocessingOff(up.askedPreprocessing)}
+		return nil, &apiError{param: up.askedPreprocessing, status: http.StatusBadRequest, msg: errPreprocessingOff(up.askedPreprocessing)}
 	}
 	preprocess := s.cfg.AllowAudioPreprocessing && up.preprocessing
 	maxDur := s.cfg.MaxAudioDuration
@@ -279,23 +270,19 @@ func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (*runners.Au
 
 // handlePythonAudio serves the Python dialect of POST /audio/transcriptions and of
 // /v1/audio/transcriptions|translations; task is the route's.
-func (s *Server) handlePythonAudio(task string) gin.HandlerFunc {
-	return func(c *gin.Context) { s.handleAudio(c, task) }
+func (s *Server) handlePythonAudio(task string) handlerFunc {
+	return func(c *gin.Context, in *request) { s.handleAudio(c, in, task) }
 }
 
-func (s *Server) handleAudio(c *gin.Context, task string) {
-	var pre *body
-	if sb := sniffed(c); sb != nil {
-		pre = sb.json
-	}
-	up, err := parseAudioUpload(c.Request, pre)
+func (s *Server) handleAudio(c *gin.Context, in *request, task string) {
+	up, err := parseAudioUpload(in)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	req, err := s.audioRequest(c.Request.Context(), up)
 	if err != nil {
-		s.failField(c, err, false)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	// HEAD: the language is AUDIO_LANGUAGE, the task the route's (AUDIO_TASK on the legacy
@@ -312,12 +299,12 @@ func (s *Server) handleAudio(c *gin.Context, task string) {
 	if !req.Stream {
 		v, err := s.transcribe(c, req, nil)
 		if err != nil {
-			s.fail(c, err)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 		if !ok || res == nil {
-			s.fail(c, fmt.Errorf("runner returned %T instead of a transcription", v))
+			s.fail(c, dialectPython, fmt.Errorf("runner returned %T instead of a transcription", v))
 			return
 		}
 		s.countTranscribed(req, start)
@@ -465,7 +452,7 @@ func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest, 
 	case errors.Is(err, errStreamWrite):
 		return false
 	case err != nil && !started:
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return false
 	case err != nil:
 		status, msg, retry := s.classify(err)

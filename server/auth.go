@@ -206,10 +206,10 @@ func (a *authenticator) checkAdmin(header string) error {
 	return nil
 }
 
-func unauthorized(c *gin.Context, err error) {
+// unauthorized answers a Python-dialect route's 401: {"detail": why}.
+func (s *Server) unauthorized(c *gin.Context, err error) {
 	c.Header("WWW-Authenticate", `Bearer realm="tt-media-server"`)
-	c.Error(err) //nolint:errcheck // recorded for the access log
-	c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"detail": err.Error()})
+	s.fail(c, dialectPython, &apiError{status: http.StatusUnauthorized, msg: err.Error()})
 }
 
 // requireAuth rejects requests without valid credentials with 401 and tags the request with
@@ -218,7 +218,7 @@ func (s *Server) requireAuth() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		client, err := s.identify(c)
 		if err != nil {
-			unauthorized(c, err)
+			s.unauthorized(c, err)
 			return
 		}
 		c.Set(clientKey, client)
@@ -235,7 +235,7 @@ func (s *Server) requireAdmin() gin.HandlerFunc {
 	}
 	return func(c *gin.Context) {
 		if err := s.auth.checkAdmin(c.GetHeader("Authorization")); err != nil {
-			unauthorized(c, err)
+			s.unauthorized(c, err)
 			return
 		}
 		c.Set(clientKey, "admin")

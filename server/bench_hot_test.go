@@ -252,7 +252,7 @@ func BenchmarkParse(b *testing.B) {
 		for b.Loop() {
 			req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(form))
 			req.Header.Set("Content-Type", ct)
-			if _, err := parseAudioUpload(req, nil); err != nil {
+			if _, err := parseAudioUpload(mustRead(req)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -270,7 +270,7 @@ func BenchmarkParse(b *testing.B) {
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodPost, "/cnn/search-image", bytes.NewReader(tc.body))
 				req.Header.Set("Content-Type", tc.ct)
-				up, err := parseCNNUpload(req)
+				up, err := parseCNNUpload(mustRead(req))
 				if err != nil || up.topK != 5 {
 					b.Fatal(err)
 				}
@@ -439,7 +439,7 @@ func BenchmarkFail(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c, w := ginContext()
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		if w.Code != http.StatusTooManyRequests {
 			b.Fatal(w.Code)
 		}

@@ -18,7 +18,7 @@ func BenchmarkParseAudioJSON(b *testing.B) {
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		if _, err := parseAudioUpload(req, nil); err != nil {
+		if _, err := parseAudioUpload(mustRead(req)); err != nil {
 			b.Fatal(err)
 		}
 	}

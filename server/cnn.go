@@ -1,10 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -42,16 +41,12 @@ var (
 // parseCNNUpload reads JSON {"prompt": base64 image, "top_k", "min_confidence",
 // "response_format"} or multipart with a "file" part and the same fields (the newer Python
 // server's ImageSearchRequest).
-func parseCNNUpload(r *http.Request) (*cnnUpload, error) {
+func parseCNNUpload(in *request) (*cnnUpload, error) {
 	up := &cnnUpload{topK: 3, minConfidence: 70, responseFormat: "json"}
-	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct == "multipart/form-data" {
-		return up, parseCNNMultipart(r, params["boundary"], up)
+	if in.contentType == "multipart/form-data" {
+		return up, parseCNNMultipart(in, up)
 	}
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, bodyErr(err)
-	}
+	data := in.data
 	// The base64 image is most of the body: cut it out before the generic parser sees it.
 	reduced, long, cut := cutLongString(data, "prompt")
 	if cut {
@@ -95,8 +90,8 @@ func checkResponseFormat(b *body, f string) {
 	}
 }
 
-func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
-	if boundary == "" {
+func parseCNNMultipart(in *request, up *cnnUpload) error {
+	if in.boundary == "" {
 		return httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
 	b := &body{raw: map[string]json.RawMessage{}, input: map[string]any{}}
@@ -104,7 +99,7 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 	tooMany := func() error {
 		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
 	}
-	err := readForm(r.Body, boundary, maxMultipartParts, maxFormFieldBytes, tooMany, func(name string, v []byte) error {
+	err := readForm(bytes.NewReader(in.data), in.boundary, maxMultipartParts, maxFormFieldBytes, tooMany, func(name string, v []byte) error {
 		if name == "file" {
 			up.image, gotFile = v, true
 			return nil
@@ -139,10 +134,10 @@ func parseCNNMultipart(r *http.Request, boundary string, up *cnnUpload) error {
 }
 
 // handleCNN serves POST /cnn/search-image.
-func (s *Server) handleCNN(c *gin.Context) {
-	up, err := parseCNNUpload(c.Request)
+func (s *Server) handleCNN(c *gin.Context, in *request) {
+	up, err := parseCNNUpload(in)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	opts := imaging.DecodeOptions{MaxPixels: maxImagePixels}
@@ -155,33 +150,33 @@ func (s *Server) handleCNN(c *gin.Context) {
 	// before any pixel is decoded, and held until the answer (the image waits in the queue).
 	cost, err := imaging.DecodeCost(up.image)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	if cost > s.imageMem.total {
-		s.fail(c, httpErr(http.StatusRequestEntityTooLarge,
+		s.fail(c, dialectPython, httpErr(http.StatusRequestEntityTooLarge,
 			"%v: decoding its pixels would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20))
 		return
 	}
 	release, err := s.imageMem.acquire(c.Request.Context(), cost)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	defer release()
 	img, _, err := imaging.DecodeRGBWith(up.image, opts)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	v, err := s.pool(runners.ServiceCNN).Sched.Submit(c.Request.Context(), &runners.CNNRequest{Image: img, TopK: up.topK, MinConfidence: up.minConfidence}, nil)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	res, ok := runners.ResultAs[*runners.CNNResult](v)
 	if !ok || len(res.Top) == 0 {
-		s.fail(c, fmt.Errorf("runner returned %T instead of a classification", v))
+		s.fail(c, dialectPython, fmt.Errorf("runner returned %T instead of a classification", v))
 		return
 	}
 	writeJSON(c, http.StatusOK, gin.H{"image_data": []any{cnnItem(res, up.responseFormat)}, "status": "success"})

@@ -9,17 +9,14 @@ package server
 // lists is refused with a 400 naming them; a body with neither is the route's documented
 // default. The rule and its examples are in docs/API.md ("Two dialects on /v1").
 //
-// A new /v1 route plugs in with s.dialectRoute(rule, pythonHandler, openaiHandler); its legacy
-// (non-/v1) twin with deprecated(successor) first and s.pythonOnly(rule, successor) in front of
-// the Python handler.
+// A new /v1 route plugs in with s.inference(inferenceRoute{rule, python, openai}) (request.go);
+// its legacy (non-/v1) twin with deprecated(successor) first and s.inference with the
+// successor set and the Python handler only.
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"slices"
@@ -32,8 +29,10 @@ import (
 type dialect uint8
 
 const (
-	dialectPython dialect = iota + 1 // the Python tt-media-server's schemas (HEAD)
-	dialectOpenAI                    // OpenAI's API
+	// dialectEither: not known (yet); an error is answered in both envelopes at once.
+	dialectEither dialect = iota
+	dialectPython         // the Python tt-media-server's schemas (HEAD)
+	dialectOpenAI         // OpenAI's API
 )
 
 func (d dialect) String() string {
@@ -92,33 +91,23 @@ var audioRule = dialectRule{
 	fallback:       dialectPython,
 }
 
-// dialectError is a body that mixes the dialects, or carries the other dialect's fields on a
-// route that speaks only one.
-type dialectError struct {
-	python, openai []string
-	route          string // "" on a two-dialect route; else the legacy route's successor
-}
-
-func (e *dialectError) Error() string {
-	if e.route != "" {
-		return fmt.Sprintf("%s %s OpenAI's API, which this path does not speak (it is the Python "+
+// errMixedDialects is a body that mixes the dialects (successor ""), or carries OpenAI's fields
+// on a legacy route that speaks only the Python dialect (successor: the /v1 route that takes
+// them): a 400 naming the fields, in both envelopes (the dialect is what is in doubt).
+func errMixedDialects(python, openai []string, successor string) *apiError {
+	e := &apiError{status: http.StatusBadRequest, code: "mixed_dialects"}
+	if successor != "" {
+		e.msg = fmt.Sprintf("%s %s OpenAI's API, which this path does not speak (it is the Python "+
 			"server's legacy path); send the Python fields, or send OpenAI's request to %s",
-			quoteList(e.openai), isOrAre(e.openai), e.route)
+			quoteList(openai), isOrAre(openai), successor)
+		e.param = openai[0]
+		return e
 	}
-	return fmt.Sprintf("the body mixes the two API dialects: %s %s the Python server's and %s %s OpenAI's; "+
+	e.msg = fmt.Sprintf("the body mixes the two API dialects: %s %s the Python server's and %s %s OpenAI's; "+
 		"send one dialect's fields only (see docs/API.md, \"Two dialects on /v1\")",
-		quoteList(e.python), isOrAre(e.python), quoteList(e.openai), isOrAre(e.openai))
-}
-
-// param is the first offending field, for OpenAI's error "param".
-func (e *dialectError) param() string {
-	if len(e.openai) > 0 && (len(e.python) == 0 || e.route != "") {
-		return e.openai[0]
-	}
-	if len(e.python) > 0 {
-		return e.python[0]
-	}
-	return ""
+		quoteList(python), isOrAre(python), quoteList(openai), isOrAre(openai))
+	e.param = python[0]
+	return e
 }
 
 func quoteList(names []string) string {
@@ -136,49 +125,18 @@ func isOrAre(names []string) string {
 	return "are"
 }
 
-// failDialect answers a dialect error with a 400 both dialects' clients can read: the Python
-// server's {"detail": message} and OpenAI's {"error": {...}} in one body.
-func (s *Server) failDialect(c *gin.Context, e *dialectError) {
-	c.Error(e) //nolint:errcheck // recorded for the access log
-	msg := e.Error()
-	c.AbortWithStatusJSON(http.StatusBadRequest, struct {
-		Detail string            `json:"detail"`
-		Error  openAIErrorObject `json:"error"`
-	}{msg, openAIErrorObject{Message: msg, Type: "invalid_request_error",
-		Param: optString(e.param()), Code: optString("mixed_dialects")}})
-}
-
-// bodyFieldsKey holds the request body the dialect check read, for the handler to reuse.
-const bodyFieldsKey = "tt.dialect_body"
-
-// sniffedBody is what the dialect check learnt of the body.
-type sniffedBody struct {
-	data []byte
-	// json is the decoded top-level object of an application/json body (nil otherwise, or
-	// when it is not a JSON object).
-	json *body
-}
-
-// sniffDialect reads the body (already capped by limitBody), restores it for the handler and
-// decides the dialect by rule. force, when set, is the only dialect the route speaks: fields
-// of the other are refused.
-func sniffDialect(c *gin.Context, rule dialectRule, force dialect) (dialect, error) {
-	data, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return 0, bodyErr(err)
-	}
-	c.Request.Body = io.NopCloser(bytes.NewReader(data))
-	sb := &sniffedBody{data: data}
-	c.Set(bodyFieldsKey, sb)
-	ct, params, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+// sniffDialect decides the dialect of in by rule, and decodes a JSON body's top-level object
+// into in.json on the way. successor, when set, makes the route speak the Python dialect only:
+// OpenAI's fields are refused, naming the successor route that takes them.
+func sniffDialect(c *gin.Context, in *request, rule *dialectRule, successor string) (dialect, error) {
 	var names []string
 	switch {
-	case ct == "multipart/form-data":
-		names = multipartNames(data, params["boundary"])
-	case strings.Contains(ct, "application/json") || ct == "":
+	case in.contentType == "multipart/form-data":
+		names = multipartNames(in.data, in.boundary)
+	case strings.Contains(in.contentType, "application/json") || in.contentType == "":
 		var raw map[string]json.RawMessage
-		if json.Unmarshal(data, &raw) == nil && raw != nil {
-			sb.json = &body{raw: raw, data: data}
+		if json.Unmarshal(in.data, &raw) == nil && raw != nil {
+			in.json = &body{raw: raw, data: in.data}
 			for k := range raw {
 				names = append(names, k)
 			}
@@ -197,18 +155,18 @@ func sniffDialect(c *gin.Context, rule dialectRule, force dialect) (dialect, err
 		}
 	}
 	switch {
-	case force == dialectPython && len(oa) > 0:
-		return 0, &dialectError{openai: oa, route: "/v1"} // pythonOnly names the successor
-	case force != 0:
-		return force, nil
+	case successor != "" && len(oa) > 0:
+		return 0, errMixedDialects(nil, oa, successor)
+	case successor != "":
+		return dialectPython, nil
 	case len(py) > 0 && len(oa) > 0:
-		return 0, &dialectError{python: py, openai: oa}
+		return 0, errMixedDialects(py, oa, "")
 	case len(oa) > 0:
 		return dialectOpenAI, nil
 	case len(py) > 0:
 		return dialectPython, nil
 	}
-	if ct == "multipart/form-data" && rule.multipart != 0 {
+	if in.contentType == "multipart/form-data" && rule.multipart != 0 {
 		return headerDialect(c, rule.multipart)
 	}
 	return headerDialect(c, rule.fallback)
@@ -263,47 +221,6 @@ func multipartNames(data []byte, boundary string) []string {
 	return names
 }
 
-// sniffed returns the body the dialect check read, if it ran.
-func sniffed(c *gin.Context) *sniffedBody {
-	v, ok := c.Get(bodyFieldsKey)
-	if !ok {
-		return nil
-	}
-	sb, _ := v.(*sniffedBody)
-	return sb
-}
-
-// readBody is the request body: the bytes the dialect check already read, or the body itself.
-func readBody(c *gin.Context) ([]byte, error) {
-	if sb := sniffed(c); sb != nil {
-		return sb.data, nil
-	}
-	data, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return nil, bodyErr(err)
-	}
-	return data, nil
-}
-
-// dialectRoute serves one /v1 route in both dialects: the body is read once, its dialect
-// decided by rule, and the dialect's handler answers in its own shapes and error envelope.
-func (s *Server) dialectRoute(rule dialectRule, python, openai gin.HandlerFunc) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		d, err := sniffDialect(c, rule, 0)
-		if err != nil {
-			s.answerSniffErr(c, err)
-			return
-		}
-		c.Header(dialectHeader, d.String())
-		if d == dialectPython {
-			c.Set(openAIRouteKey, false) // errors in the Python server's {"detail"} envelope
-			python(c)
-			return
-		}
-		openai(c)
-	}
-}
-
 // deprecated marks a legacy (non-/v1) path with the Python server's deprecation headers,
 // pointing at its /v1 successor; they are on every answer, errors included.
 func deprecated(successor string) gin.HandlerFunc {
@@ -315,44 +232,4 @@ func deprecated(successor string) gin.HandlerFunc {
 		h.Set("Link", link)
 		c.Next()
 	}
-}
-
-// pythonOnly fronts a legacy path's handler: the path speaks the Python dialect only, so
-// OpenAI-only fields are refused with a 400 naming them (and the successor route that takes
-// them) instead of being ignored.
-func (s *Server) pythonOnly(rule dialectRule, successor string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if _, err := sniffDialect(c, rule, dialectPython); err != nil {
-			var de *dialectError
-			if errors.As(err, &de) {
-				de.route = successor
-			}
-			s.answerSniffErr(c, err)
-			return
-		}
-		c.Header(dialectHeader, dialectPython.String())
-		c.Next()
-	}
-}
-
-func (s *Server) answerSniffErr(c *gin.Context, err error) {
-	var de *dialectError
-	if errors.As(err, &de) {
-		s.failDialect(c, de)
-		return
-	}
-	s.failFor(c, err)
-}
-
-// jsonBody is readBody decoded as a JSON object (parseBody), reusing the dialect check's
-// decode when there was one.
-func jsonBody(c *gin.Context) (*body, error) {
-	if sb := sniffed(c); sb != nil && sb.json != nil {
-		return sb.json, nil
-	}
-	data, err := readBody(c)
-	if err != nil {
-		return nil, err
-	}
-	return parseBody(data)
 }

@@ -9,17 +9,25 @@ import (
 	"testing"
 )
 
+// mustRead is the request an inference route hands its handler (readRequest of r).
+func mustRead(r *http.Request) *request {
+	in, err := readRequest(r)
+	if err != nil {
+		panic(err)
+	}
+	return in
+}
+
 // requireClientError fails unless err is nil or one of the errors that become a 4xx.
 func requireClientError(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
 		return
 	}
-	var ve *validationError
 	var ae *apiError
 	switch {
-	case errors.As(err, &ve):
-		if len(ve.items) == 0 {
+	case errors.As(err, &ae) && ae.items != nil:
+		if len(ae.items) == 0 {
 			t.Fatalf("validation error without items")
 		}
 	case errors.As(err, &ae):
@@ -59,7 +67,7 @@ func FuzzAudioUploadJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(data))
 		req.Header.Set("Content-Type", "application/json")
-		_, err := parseAudioUpload(req, nil)
+		_, err := parseAudioUpload(mustRead(req))
 		requireClientError(t, err)
 	})
 }
@@ -81,13 +89,13 @@ func FuzzMultipart(f *testing.F) {
 			func() error {
 				req := httptest.NewRequest(http.MethodPost, "/audio/transcriptions", bytes.NewReader(data))
 				req.Header.Set("Content-Type", "multipart/form-data; boundary=zz")
-				_, err := parseAudioUpload(req, nil)
+				_, err := parseAudioUpload(mustRead(req))
 				return err
 			},
 			func() error {
 				req := httptest.NewRequest(http.MethodPost, "/cnn/search-image", bytes.NewReader(data))
 				req.Header.Set("Content-Type", "multipart/form-data; boundary=zz")
-				_, err := parseCNNUpload(req)
+				_, err := parseCNNUpload(mustRead(req))
 				return err
 			},
 		} {
@@ -103,7 +111,7 @@ func FuzzCNNUploadJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/cnn/search-image", bytes.NewReader(data))
 		req.Header.Set("Content-Type", "application/json")
-		up, err := parseCNNUpload(req)
+		up, err := parseCNNUpload(mustRead(req))
 		requireClientError(t, err)
 		if err == nil && (up.topK < 1 || up.minConfidence < 0 || up.minConfidence > 100) {
 			t.Fatalf("accepted out-of-range request: %+v", up)

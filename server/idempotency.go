@@ -147,64 +147,57 @@ func (w *captureWriter) Write(b []byte) (int, error) {
 
 func (w *captureWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
-// idempotency implements the Idempotency-Key header on an inference route: same key and body
-// → the same answer from one run; same key, different body → 409.
-func (s *Server) idempotency() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		key := c.GetHeader(idempotencyHeader)
-		if key == "" {
-			c.Next()
-			return
-		}
-		if len(key) > maxIdempotencyKey {
-			s.failFor(c, httpErr(http.StatusBadRequest, "header %s is longer than %d characters", idempotencyHeader, maxIdempotencyKey))
-			return
-		}
-		body, err := io.ReadAll(c.Request.Body)
-		if err != nil {
-			s.failFor(c, bodyErr(err))
-			return
-		}
-		c.Request.Body = io.NopCloser(bytes.NewReader(body))
-		h := sha256.New()
-		io.WriteString(h, c.Request.Method+" "+c.FullPath()+"\n"+c.ContentType()+"\n") //nolint:errcheck // hash writes cannot fail
-		h.Write(body)
-		var sum [32]byte
-		copy(sum[:], h.Sum(nil))
-		client, _ := clientFrom(c)
-		fullKey := client + "\x00" + c.FullPath() + "\x00" + key
+// idempotent implements the Idempotency-Key header on an inference route around run (the
+// route's handler, given the body it hashes): same key and body → the same answer from one run;
+// same key, different body → 409. Its own errors are answered in envelope d.
+func (s *Server) idempotent(c *gin.Context, d dialect, body []byte, run func()) {
+	key := c.GetHeader(idempotencyHeader)
+	if key == "" {
+		run()
+		return
+	}
+	if len(key) > maxIdempotencyKey {
+		s.fail(c, d, httpErr(http.StatusBadRequest, "header %s is longer than %d characters", idempotencyHeader, maxIdempotencyKey))
+		return
+	}
+	h := sha256.New()
+	io.WriteString(h, c.Request.Method+" "+c.FullPath()+"\n"+c.ContentType()+"\n") //nolint:errcheck // hash writes cannot fail
+	h.Write(body)
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	client, _ := clientFrom(c)
+	fullKey := client + "\x00" + c.FullPath() + "\x00" + key
 
-		e, owner := s.idem.begin(fullKey, sum)
-		if !owner {
-			if e.hash != sum {
-				s.failFor(c, httpErr(http.StatusConflict, "%s %q was already used with a different request", idempotencyHeader, key))
-				return
-			}
-			select {
-			case <-e.done:
-			case <-c.Request.Context().Done():
-				c.Abort()
-				return
-			}
-			if !e.kept { // the first attempt failed in a retryable way: run this one
-				c.Header("Idempotent-Replayed", "false")
-				s.idempotency()(c)
-				return
-			}
-			c.Header("Idempotent-Replayed", "true")
-			c.Data(e.status, e.ctype, e.body)
+	e, owner := s.idem.begin(fullKey, sum)
+	if !owner {
+		if e.hash != sum {
+			s.fail(c, d, httpErr(http.StatusConflict, "%s %q was already used with a different request", idempotencyHeader, key))
+			return
+		}
+		select {
+		case <-e.done:
+		case <-c.Request.Context().Done():
 			c.Abort()
 			return
 		}
-		cw := &captureWriter{ResponseWriter: c.Writer}
-		c.Writer = cw
-		complete := false
-		defer func() {
-			s.idem.finish(fullKey, e, cw.Status(), cw.Header().Get("Content-Type"), cw.buf.Bytes(), complete && !cw.overflow)
-		}()
-		c.Next()
-		complete = c.Request.Context().Err() == nil
+		if !e.kept { // the first attempt failed in a retryable way: run this one
+			c.Header("Idempotent-Replayed", "false")
+			s.idempotent(c, d, body, run)
+			return
+		}
+		c.Header("Idempotent-Replayed", "true")
+		c.Data(e.status, e.ctype, e.body)
+		c.Abort()
+		return
 	}
+	cw := &captureWriter{ResponseWriter: c.Writer}
+	c.Writer = cw
+	complete := false
+	defer func() {
+		s.idem.finish(fullKey, e, cw.Status(), cw.Header().Get("Content-Type"), cw.buf.Bytes(), complete && !cw.overflow)
+	}()
+	run()
+	complete = c.Request.Context().Err() == nil
 }
 
 // clientFrom returns the authenticated client of the request.

@@ -262,32 +262,27 @@ func (r *imageRequest) encoder() func(image.Image) ([]byte, error) {
 }
 
 // handleImage serves POST /image/generations: {"images": [base64 JPEG, ...]}.
-func (s *Server) handleImage(c *gin.Context) {
-	data, err := readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	req, err := parseImageRequest(data, imageDefaults{steps: s.cfg.NumInferenceSteps,
+func (s *Server) handleImage(c *gin.Context, in *request) {
+	req, err := parseImageRequest(in.data, imageDefaults{steps: s.cfg.NumInferenceSteps,
 		runner: s.pool(runners.ServiceImage).Runner, format: s.cfg.ImageReturnFormat, quality: s.cfg.ImageQuality})
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	if req.Timesteps != nil && req.Sigmas != nil {
-		s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
+		s.fail(c, dialectPython, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
 		return
 	}
 	if err := s.refuseUnusedFields(&req.ImageRequest); err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	if err := s.refuseUnguided(&req.ImageRequest); err != nil {
-		s.failField(c, err, false)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	if err := s.resolveLoRA(&req.ImageRequest); err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	s.answerPythonImages(c, req)
@@ -345,7 +340,7 @@ func (s *Server) refuseUnguided(r *runners.ImageRequest) error {
 		{"guidance_rescale", r.GuidanceRescale != 0},
 	} {
 		if f.set {
-			return &inputError{field: f.name, status: http.StatusBadRequest, msg: fmt.Sprintf(
+			return &apiError{param: f.name, status: http.StatusBadRequest, msg: fmt.Sprintf(
 				"%s: guidance_scale %g turns classifier-free guidance off (the prompt runs alone), so %s would not be used; send guidance_scale > 1 or drop %s",
 				f.name, r.GuidanceScale, f.name, f.name)}
 		}
@@ -373,7 +368,7 @@ func (s *Server) answerPythonImages(c *gin.Context, req *imageRequest) {
 	start := time.Now()
 	images, err := s.generateWith(c.Request.Context(), req, req.encoder())
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	if s.metrics != nil {

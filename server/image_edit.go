@@ -8,13 +8,13 @@ package server
 // HEAD's dialect only.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"image"
 	"io"
 	"math"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"slices"
@@ -71,7 +71,7 @@ func (s *Server) reserveImage(ctx context.Context, field string, data []byte) (f
 		return nil, fieldImageErr(field, err)
 	}
 	if cost > s.imageMem.total {
-		return nil, &inputError{field: field, status: http.StatusRequestEntityTooLarge,
+		return nil, &apiError{param: field, status: http.StatusRequestEntityTooLarge,
 			msg: fmt.Sprintf("%s: %v: decoding its pixels would take %d MiB of memory, over IMAGE_MEMORY_BUDGET_BYTES (%d MiB)", field, imaging.ErrTooLarge, cost>>20, s.imageMem.total>>20)}
 	}
 	return s.imageMem.acquire(ctx, cost)
@@ -96,26 +96,24 @@ func decodeMask(field string, data []byte, img image.Image, alphaMarks bool) (*i
 	}
 	ib, mb := img.Bounds(), m.Bounds()
 	if ib.Dx() != mb.Dx() || ib.Dy() != mb.Dy() {
-		return nil, &inputError{field: field, status: http.StatusBadRequest,
+		return nil, &apiError{param: field, status: http.StatusBadRequest,
 			msg: fmt.Sprintf("%s is %dx%d but image is %dx%d: the mask must have the image's size", field, mb.Dx(), mb.Dy(), ib.Dx(), ib.Dy())}
 	}
 	g, err := imageproc.MaskChannel(m, alphaMarks)
 	if err != nil {
-		return nil, &inputError{field: field, status: http.StatusBadRequest, msg: field + ": " + err.Error()}
+		return nil, &apiError{param: field, status: http.StatusBadRequest, msg: field + ": " + err.Error()}
 	}
 	return g, nil
 }
 
-func (e *inputError) Error() string { return e.msg }
-
 // handleImageInput serves HEAD's image-to-image and edits requests (JSON): the
 // ImageGenerateRequest fields plus image (base64, required), strength (0-1, default 0.6) and,
 // for inpainting, mask (base64, required for tt-sdxl-edit; white = repaint).
-func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		b, err := jsonBody(c)
+func (s *Server) handleImageInput(route imageInputRoute) handlerFunc {
+	return func(c *gin.Context, in *request) {
+		b, err := in.jsonBody()
 		if err != nil {
-			s.fail(c, err)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		runner := s.pool(runners.ServiceImage).Runner
@@ -137,29 +135,29 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 		}
 		b.forbidExtra(imageGenerateFields, imageInputFields)
 		if err := b.err(); err != nil {
-			s.fail(c, err)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		if err := req.checkLoRAFields(); err != nil {
-			s.fail(c, err)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		if err := s.refuseUnguided(&req.ImageRequest); err != nil {
-			s.failField(c, err, false)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		if req.Timesteps != nil && req.Sigmas != nil {
-			s.fail(c, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
+			s.fail(c, dialectPython, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
 			return
 		}
 		release, err := s.imageInputs(c.Request.Context(), &req.ImageRequest, "image", imgB64, hasImg, "mask", maskB64, hasMask, false)
 		if err != nil {
-			s.failField(c, err, false)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		defer release()
 		if err := s.resolveLoRA(&req.ImageRequest); err != nil {
-			s.fail(c, err)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		s.answerPythonImages(c, req)
@@ -170,16 +168,16 @@ func (s *Server) handleImageInput(route imageInputRoute) gin.HandlerFunc {
 // returns their decode memory to the budget (call it after the answer).
 func (s *Server) imageInputs(ctx context.Context, req *runners.ImageRequest, imgField, imgB64 string, hasImg bool, maskField, maskB64 string, hasMask, alphaMarks bool) (release func(), err error) {
 	if !hasImg {
-		return nil, &inputError{field: imgField, status: http.StatusBadRequest, msg: imgField + " is required"}
+		return nil, &apiError{param: imgField, status: http.StatusBadRequest, msg: imgField + " is required"}
 	}
 	raw, err := decodeBase64(imgB64)
 	if err != nil {
-		return nil, &inputError{field: imgField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", imgField, err)}
+		return nil, &apiError{param: imgField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", imgField, err)}
 	}
 	var mraw []byte
 	if hasMask {
 		if mraw, err = decodeBase64(maskB64); err != nil {
-			return nil, &inputError{field: maskField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", maskField, err)}
+			return nil, &apiError{param: maskField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", maskField, err)}
 		}
 	}
 	return s.decodeInputs(ctx, req, raw, mraw, hasMask, alphaMarks)
@@ -230,13 +228,12 @@ func (s *Server) decodeInputs(ctx context.Context, req *runners.ImageRequest, im
 // (png|jpeg|webp), output_compression 0-100, quality (as /v1/images/generations), background
 // (auto|opaque), user; extensions: negative_prompt, seed, strength (0-1, default 0.6),
 // num_inference_steps or steps (12-50), guidance_scale (1-20). Any other field is refused.
-func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, []byte, []byte, error) {
-	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "multipart/form-data" {
-		return nil, nil, nil, &openAIError{status: http.StatusBadRequest,
-			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", r.Header.Get("Content-Type"))}
+func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, []byte, []byte, error) {
+	if in.contentType != "multipart/form-data" {
+		return nil, nil, nil, &apiError{status: http.StatusBadRequest,
+			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", ctHeader)}
 	}
-	if params["boundary"] == "" {
+	if in.boundary == "" {
 		return nil, nil, nil, invalidParam("", "multipart/form-data without a boundary")
 	}
 	if defaultSteps < 12 || defaultSteps > 50 {
@@ -247,7 +244,7 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(runners.RunnerSDXLEdit), defaultStrength
 	var img, mask []byte
 	var gotImage, gotMask, gotPrompt, gotCompression bool
-	mr := multipart.NewReader(r.Body, params["boundary"])
+	mr := multipart.NewReader(bytes.NewReader(in.data), in.boundary)
 	for parts := 0; ; parts++ {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -389,21 +386,21 @@ func parseOpenAIImageInput(r *http.Request, route imageInputRoute, defaultSteps,
 }
 
 // handleOpenAIImageInput serves OpenAI's multipart images/edits on the image-input routes.
-func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTable) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		req, img, mask, err := parseOpenAIImageInput(c.Request, route, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
+func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTable) handlerFunc {
+	return func(c *gin.Context, in *request) {
+		req, img, mask, err := parseOpenAIImageInput(in, c.GetHeader("Content-Type"), route, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
 		if err != nil {
-			s.failOpenAI(c, err)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		setEndUser(c, req.user)
 		if err := s.refuseUnguided(&req.imageRequest.ImageRequest); err != nil {
-			s.failField(c, err, true)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		release, err := s.decodeInputs(c.Request.Context(), &req.imageRequest.ImageRequest, img, mask, mask != nil, true)
 		if err != nil {
-			s.failField(c, err, true)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		defer release()

@@ -195,7 +195,7 @@ func (s *Server) handleDeepReset(c *gin.Context) {
 func (s *Server) handleResetDevice(c *gin.Context) {
 	id, ok := c.GetQuery("device_id")
 	if !ok {
-		s.fail(c, &validationError{items: []fieldError{{Type: "missing", Loc: []any{"query", "device_id"}, Msg: "Field required", Input: nil}}})
+		s.fail(c, dialectPython, &apiError{status: http.StatusUnprocessableEntity, items: []fieldError{{Type: "missing", Loc: []any{"query", "device_id"}, Msg: "Field required", Input: nil}}})
 		return
 	}
 	var err error
@@ -205,7 +205,7 @@ func (s *Server) handleResetDevice(c *gin.Context) {
 		}
 	}
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	writeJSON(c, http.StatusOK, gin.H{"status": "Reset of device " + id + " scheduled"})

@@ -142,7 +142,7 @@ var deadlineHeaders = []string{"X-Request-Timeout", "X-Stainless-Read-Timeout", 
 
 // requestDeadline (on both route families; errors in the family's envelope) applies the client's time budget to the request's context; the scheduler
 // then uses the earlier of it and DEFAULT_INFERENCE_TIMEOUT_SECONDS.
-func (s *Server) requestDeadline() gin.HandlerFunc {
+func (s *Server) requestDeadline(d dialect) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var budget time.Duration
 		for _, h := range deadlineHeaders {
@@ -152,7 +152,7 @@ func (s *Server) requestDeadline() gin.HandlerFunc {
 			}
 			secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > 86400 {
-				s.failFor(c, httpErr(http.StatusBadRequest, "header %s must be a number of seconds in (0, 86400], got %q", h, v))
+				s.fail(c, d, httpErr(http.StatusBadRequest, "header %s must be a number of seconds in (0, 86400], got %q", h, v))
 				return
 			}
 			if d := time.Duration(secs * float64(time.Second)); budget == 0 || d < budget {
@@ -171,11 +171,12 @@ func (s *Server) requestDeadline() gin.HandlerFunc {
 	}
 }
 
-// limitBody caps the request body; reading past it yields a 413 from readBody.
-func (s *Server) limitBody(limit int64) gin.HandlerFunc {
+// limitBody caps the request body; reading past it yields a 413 (bodyErr). Its refusal is
+// answered in envelope d.
+func (s *Server) limitBody(limit int64, d dialect) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > limit {
-			s.failFor(c, httpErr(http.StatusRequestEntityTooLarge,
+			s.fail(c, d, httpErr(http.StatusRequestEntityTooLarge,
 				"Request body too large: %d bytes. Maximum allowed: %d bytes", c.Request.ContentLength, limit))
 			return
 		}

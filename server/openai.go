@@ -23,132 +23,17 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
-// openAIError is an error answered in OpenAI's envelope. Empty typ is derived from status;
-// empty param and code are sent as null.
-type openAIError struct {
-	status     int
-	msg        string
-	typ        string
-	param      string
-	code       string
-	retryAfter time.Duration
-}
-
-func (e *openAIError) Error() string { return e.msg }
-
-// invalidParam is a 400 invalid_request_error about one request field.
-func invalidParam(param, format string, args ...any) *openAIError {
-	return &openAIError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...), param: param}
-}
-
 // errModelNotFound is OpenAI's answer for a model that is not served here.
-func errModelNotFound(model string) *openAIError {
-	return &openAIError{status: http.StatusNotFound, param: "model", code: "model_not_found",
+func errModelNotFound(model string) *apiError {
+	return &apiError{status: http.StatusNotFound, param: "model", code: "model_not_found",
 		msg: fmt.Sprintf("The model `%s` does not exist or is not served here.", model)}
-}
-
-// openAIErrorBody is OpenAI's ErrorResponse: all four keys always present, param and code
-// null when unknown.
-type openAIErrorBody struct {
-	Error openAIErrorObject `json:"error"`
-}
-
-type openAIErrorObject struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func optString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// openAIType is OpenAI's error type for a status.
-func openAIType(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case status >= 500:
-		return "server_error"
-	default:
-		return "invalid_request_error"
-	}
-}
-
-// toOpenAIError maps any error to OpenAI's envelope fields. Statuses and messages come from
-// s.classify, the one error-to-HTTP mapper; FastAPI-style validation errors (from the shared
-// JSON reader) become 400 with the offending field as param.
-func (s *Server) toOpenAIError(err error) *openAIError {
-	var oe *openAIError
-	if errors.As(err, &oe) {
-		e := *oe
-		if e.typ == "" {
-			e.typ = openAIType(e.status)
-		}
-		return &e
-	}
-	var ve *validationError
-	if errors.As(err, &ve) {
-		e := &openAIError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: ve.Error()}
-		if len(ve.items) > 0 {
-			it := ve.items[0]
-			if len(it.Loc) > 1 {
-				if name, ok := it.Loc[1].(string); ok {
-					e.param = name
-					e.msg = fmt.Sprintf("Invalid value for '%s': %s", name, it.Msg)
-				}
-			}
-			if it.Type == "json_invalid" {
-				e.msg = "We could not parse the JSON body of your request: " + fmt.Sprint(it.Ctx["error"])
-			}
-		}
-		return e
-	}
-	status, msg, retry := s.classify(err)
-	e := &openAIError{status: status, msg: msg, typ: openAIType(status), retryAfter: retry}
-	if status == http.StatusUnsupportedMediaType {
-		// An upload we cannot read: OpenAI answers 400 (BadRequestError in the SDKs), naming
-		// the file; the reference routes keep the Python server's 415.
-		e.status, e.typ, e.param = http.StatusBadRequest, "invalid_request_error", "file"
-	}
-	switch {
-	case status == http.StatusTooManyRequests:
-		e.code = "rate_limit_exceeded"
-	case errors.Is(err, scheduler.ErrTimeout):
-		e.code = "timeout"
-	case status == http.StatusServiceUnavailable:
-		e.code = "service_unavailable"
-	}
-	return e
-}
-
-// failOpenAI answers err in OpenAI's envelope with the status s.classify gives it. 429 and
-// 503 carry Retry-After, retry-after-ms and x-should-retry: true; other 5xx answers carry
-// x-should-retry: false, so the SDKs do not re-run a job that failed deterministically.
-func (s *Server) failOpenAI(c *gin.Context, err error) {
-	e := s.toOpenAIError(err)
-	setRetryAfter(c, e.retryAfter)
-	if e.status >= 500 && e.retryAfter <= 0 {
-		c.Header("x-should-retry", "false")
-	}
-	if e.status >= 500 {
-		s.log.Error("request failed", "request_id", requestID(c), "status", e.status, "err", err)
-	}
-	c.Error(err) //nolint:errcheck // recorded for the access log
-	c.AbortWithStatusJSON(e.status, openAIErrorBody{Error: openAIErrorObject{
-		Message: e.msg, Type: e.typ, Param: optString(e.param), Code: optString(e.code),
-	}})
 }
 
 // openaiRoutes mounts the OpenAI-compatible routes of the service on g (the /v1 group).
 func (s *Server) openaiRoutes(g *gin.RouterGroup) {
-	// Shared middleware (rate limit, idempotency) answers these routes in OpenAI's envelope.
-	g.Use(markOpenAI)
-	auth, limited, deadline := s.openaiAuth(), s.rateLimit(), s.requestDeadline()
+	// Shared middleware (rate limit, deadline, body limit) answers these routes in OpenAI's
+	// envelope.
+	auth, limited, deadline := s.openaiAuth(), s.rateLimit(dialectOpenAI), s.requestDeadline(dialectOpenAI)
 	all := &modelTable{created: time.Now().Unix()}
 	for _, p := range s.pools {
 		models := newModelTable(s.cfg, p.Runner, p.Service, time.Now())
@@ -162,18 +47,18 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 		switch p.Service {
 		case runners.ServiceImage:
 			if route, ok := imageInputRoutes[p.Runner]; ok {
-				g.POST(strings.TrimPrefix(route.v1, "/v1"), auth, limited, deadline, s.limitBody(maxImageBody), s.idempotency(),
-					s.dialectRoute(imageInputRule, s.handleImageInput(route), s.handleOpenAIImageInput(route, models)))
+				g.POST(strings.TrimPrefix(route.v1, "/v1"), auth, limited, deadline, s.limitBody(maxImageBody, dialectOpenAI),
+					s.inference(inferenceRoute{rule: &imageInputRule, python: s.handleImageInput(route), openai: s.handleOpenAIImageInput(route, models)}))
 				continue
 			}
-			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody), s.idempotency(),
-				s.dialectRoute(imageGenerationsRule, s.handleImage, s.handleOpenAIImage(models)))
+			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody, dialectOpenAI),
+				s.inference(inferenceRoute{rule: &imageGenerationsRule, python: s.handleImage, openai: s.handleOpenAIImage(models)}))
 		case runners.ServiceAudio:
-			limit := s.limitBody(s.maxAudioBody())
+			limit := s.limitBody(s.maxAudioBody(), dialectOpenAI)
 			for _, task := range []string{taskTranscribe, taskTranslate} {
 				path := map[string]string{taskTranscribe: "/audio/transcriptions", taskTranslate: "/audio/translations"}[task]
-				g.POST(path, auth, limited, deadline, limit, s.idempotency(),
-					s.dialectRoute(audioRule, s.handlePythonAudio(task), s.handleOpenAIAudio(models, task)))
+				g.POST(path, auth, limited, deadline, limit,
+					s.inference(inferenceRoute{rule: &audioRule, python: s.handlePythonAudio(task), openai: s.handleOpenAIAudio(models, task)}))
 			}
 		}
 	}
@@ -194,18 +79,13 @@ func (s *Server) openaiAuth() gin.HandlerFunc {
 			if errors.Is(err, errNoCredentials) {
 				msg = "You didn't provide an API key. Send it as Authorization: Bearer <key>."
 			}
+			d := dialectOpenAI
 			if strings.HasPrefix(c.Request.URL.Path, "/v1/images/") || strings.HasPrefix(c.Request.URL.Path, "/v1/audio/") {
 				// A two-dialect route: the dialect is not known before the body is read, so the
 				// answer carries both envelopes, HEAD's {"detail"} beside OpenAI's {"error"}.
-				c.Error(err) //nolint:errcheck // recorded for the access log
-				c.AbortWithStatusJSON(http.StatusUnauthorized, struct {
-					Detail string            `json:"detail"`
-					Error  openAIErrorObject `json:"error"`
-				}{"Invalid or missing API Key", openAIErrorObject{Message: msg, Type: "invalid_request_error",
-					Code: optString("invalid_api_key")}})
-				return
+				d = dialectEither
 			}
-			s.failOpenAI(c, &openAIError{status: http.StatusUnauthorized, msg: msg, code: "invalid_api_key"})
+			s.fail(c, d, &apiError{status: http.StatusUnauthorized, msg: msg, code: "invalid_api_key", detail: "Invalid or missing API Key"})
 			return
 		}
 		c.Set(clientKey, client)
@@ -329,7 +209,7 @@ func (s *Server) handleGetModel(t *modelTable) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := strings.TrimPrefix(c.Param("model"), "/")
 		if id == "" || !slices.Contains(t.ids, id) {
-			s.failOpenAI(c, errModelNotFound(id))
+			s.fail(c, dialectOpenAI, errModelNotFound(id))
 			return
 		}
 		writeJSON(c, http.StatusOK, t.model(id))

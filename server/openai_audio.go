@@ -1,11 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"mime"
 	"net/http"
 	"regexp"
 	"slices"
@@ -64,14 +64,13 @@ var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 // (prefix_padding_ms, silence_duration_ms, threshold) are a 400, as the VAD has its own, and
 // sending it with is_preprocessing_enabled=false is a 400.
 // Refused: include[]=logprobs (no token log-probabilities from the runner) and diarized_json.
-func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAIAudioRequest, error) {
-	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "multipart/form-data" {
+func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*openAIAudioRequest, error) {
+	if in.contentType != "multipart/form-data" {
 		// 400 as OpenAI answers it (the SDKs raise BadRequestError; a 415 is a bare APIError).
-		return nil, &openAIError{status: http.StatusBadRequest,
-			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", r.Header.Get("Content-Type"))}
+		return nil, &apiError{status: http.StatusBadRequest,
+			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", ctHeader)}
 	}
-	if params["boundary"] == "" {
+	if in.boundary == "" {
 		return nil, invalidParam("", "multipart/form-data without a boundary")
 	}
 	req := &openAIAudioRequest{task: task, responseFormat: "json", preprocessing: true}
@@ -82,7 +81,7 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 		chunking                            = map[string]string{}
 	)
 	tooMany := func() error { return invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts) }
-	err := readForm(r.Body, params["boundary"], maxOpenAIParts, maxOpenAIFieldBytes, tooMany, func(name string, raw []byte) error {
+	err := readForm(bytes.NewReader(in.data), in.boundary, maxOpenAIParts, maxOpenAIFieldBytes, tooMany, func(name string, raw []byte) error {
 		if name == "file" {
 			req.file, gotFile = raw, true
 			return nil
@@ -192,17 +191,17 @@ func parseOpenAIAudio(r *http.Request, task string, models *modelTable) (*openAI
 }
 
 // handleOpenAIAudio serves POST /v1/audio/transcriptions and /v1/audio/translations.
-func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		req, err := parseOpenAIAudio(c.Request, task, models)
+func (s *Server) handleOpenAIAudio(models *modelTable, task string) handlerFunc {
+	return func(c *gin.Context, in *request) {
+		req, err := parseOpenAIAudio(in, c.GetHeader("Content-Type"), task, models)
 		if err != nil {
-			s.failOpenAI(c, err)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		ar, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream,
 			preprocessing: req.preprocessing, askedPreprocessing: req.preprocessingBy})
 		if err != nil {
-			s.failField(c, err, true)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		ar.Language, ar.Task, ar.Prompt, ar.Temperature = req.language, task, req.prompt, req.temperature
@@ -215,16 +214,16 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) gin.HandlerF
 		}
 		v, err := s.transcribe(c, ar, nil)
 		if err != nil {
-			s.failOpenAI(c, err)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 		if !ok || res == nil {
-			s.failOpenAI(c, fmt.Errorf("runner returned %T instead of a transcription", v))
+			s.fail(c, dialectOpenAI, fmt.Errorf("runner returned %T instead of a transcription", v))
 			return
 		}
 		if err := checkTranslation(task, res); err != nil {
-			s.failOpenAI(c, err)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		s.countTranscribed(ar, start)
@@ -244,7 +243,7 @@ func checkTranslation(task string, res *runners.TranscriptionResult) error {
 	if lang == "" || lang == "english" || lang == "en" {
 		return nil
 	}
-	return &openAIError{status: http.StatusNotImplemented, code: "translation_not_supported",
+	return &apiError{status: http.StatusNotImplemented, code: "translation_not_supported",
 		msg: fmt.Sprintf("the audio is in %s; translation to English is not supported by this runner yet", res.Language)}
 }
 
@@ -345,13 +344,12 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 	}
 	if err != nil {
 		if !started {
-			s.failOpenAI(c, err)
+			s.fail(c, dialectOpenAI, err)
 			return false
 		}
-		e := s.toOpenAIError(err)
+		e := s.answerOf(err)
 		c.Error(err) //nolint:errcheck // recorded for the access log
-		event(sseError{Type: "error", Error: openAIErrorObject{
-			Message: e.msg, Type: e.typ, Param: optString(e.param), Code: optString(e.code)}})
+		event(sseError{Type: "error", Error: e.object()})
 		return false
 	}
 	if deltas == 0 && !event(sseDelta{Type: "transcript.text.delta", Delta: res.Text}) {

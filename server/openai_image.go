@@ -258,16 +258,11 @@ type openAIImagesResponse struct {
 }
 
 // handleOpenAIImage serves POST /v1/images/generations.
-func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		data, err := readBody(c)
+func (s *Server) handleOpenAIImage(models *modelTable) handlerFunc {
+	return func(c *gin.Context, in *request) {
+		req, err := parseOpenAIImageRequest(in.data, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
 		if err != nil {
-			s.failOpenAI(c, err)
-			return
-		}
-		req, err := parseOpenAIImageRequest(data, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
-		if err != nil {
-			s.failOpenAI(c, err)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		setEndUser(c, req.user)
@@ -275,7 +270,7 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 			req.GuidanceScale = runners.DefaultGuidance(s.pool(runners.ServiceImage).Runner)
 		}
 		if err := s.refuseUnguided(&req.ImageRequest); err != nil {
-			s.failField(c, err, true)
+			s.fail(c, dialectOpenAI, err)
 			return
 		}
 		encode := req.encoder()
@@ -292,7 +287,7 @@ func (s *Server) handleOpenAIImage(models *modelTable) gin.HandlerFunc {
 func (s *Server) answerOpenAIImages(c *gin.Context, req *openAIImageRequest, encode func(image.Image) ([]byte, error)) {
 	images, err := s.generateWith(c.Request.Context(), &req.imageRequest, encode)
 	if err != nil {
-		s.failOpenAI(c, err)
+		s.fail(c, dialectOpenAI, err)
 		return
 	}
 	if s.metrics != nil {

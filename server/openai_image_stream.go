@@ -129,12 +129,11 @@ func (s *Server) streamOpenAIImage(c *gin.Context, req *openAIImageRequest, enco
 	case broken || errors.Is(c.Request.Context().Err(), context.Canceled): // the client is gone
 		c.Error(fmt.Errorf("image stream: %w", errStreamWrite)) //nolint:errcheck // recorded for the access log
 	case firstErr != nil && !started:
-		s.failOpenAI(c, firstErr)
+		s.fail(c, dialectOpenAI, firstErr)
 	case firstErr != nil:
-		e := s.toOpenAIError(firstErr)
+		e := s.answerOf(firstErr)
 		c.Error(firstErr) //nolint:errcheck // recorded for the access log
-		data, err := json.Marshal(imageStreamError{Type: eventError, Error: openAIErrorObject{
-			Message: e.msg, Type: e.typ, Param: optString(e.param), Code: optString(e.code)}})
+		data, err := json.Marshal(imageStreamError{Type: eventError, Error: e.object()})
 		if err == nil {
 			write(sseMessage{name: eventError, data: data})
 		}

@@ -76,8 +76,8 @@ func (l *rateLimiter) sweepLocked(now time.Time) {
 }
 
 // rateLimit answers 429 with Retry-After when the client is over its rate. It runs after auth,
-// so the bucket is the authenticated client's.
-func (s *Server) rateLimit() gin.HandlerFunc {
+// so the bucket is the authenticated client's; its refusal is answered in envelope d.
+func (s *Server) rateLimit(d dialect) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if s.limits == nil {
 			c.Next()
@@ -85,7 +85,7 @@ func (s *Server) rateLimit() gin.HandlerFunc {
 		}
 		ok, wait := s.limits.allow(scheduler.ClientOf(c.Request.Context()))
 		if !ok {
-			s.failFor(c, &apiError{status: http.StatusTooManyRequests, retryAfter: wait,
+			s.fail(c, d, &apiError{status: http.StatusTooManyRequests, retryAfter: wait,
 				msg: "Rate limit exceeded for this client (RATE_LIMIT_PER_SECOND). Please retry after the Retry-After interval."})
 			return
 		}

@@ -197,27 +197,27 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
 	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recordMetrics(), s.recovery())
-	// 404 and 405 in the envelope of the path's family: OpenAI's under /v1 (openai_errors.go).
+	// 404 and 405 in the envelope of the path's family: OpenAI's under /v1 (unmatched.go).
 	r.NoRoute(s.noRoute)
 	r.NoMethod(s.noMethod)
 
 	authed := s.requireAuth()
 	admin := s.requireAdmin()
-	limited := s.rateLimit()
-	deadline := s.requestDeadline()
+	limited := s.rateLimit(dialectPython)
+	deadline := s.requestDeadline(dialectPython)
 	for _, p := range s.pools {
 		switch p.Service {
 		// Legacy paths speak the Python dialect only and carry deprecation headers (dialect.go);
 		// their /v1 successors speak both dialects (openaiRoutes).
 		case runners.ServiceImage:
 			if route, ok := imageInputRoutes[p.Runner]; ok { // image-to-image and inpainting (image_edit.go)
-				r.POST(route.legacy, deprecated(route.v1), authed, limited, deadline, s.limitBody(maxImageBody),
-					s.pythonOnly(imageInputRule, route.v1), s.idempotency(), s.handleImageInput(route))
+				r.POST(route.legacy, deprecated(route.v1), authed, limited, deadline, s.limitBody(maxImageBody, dialectPython),
+					s.inference(inferenceRoute{rule: &imageInputRule, successor: route.v1, python: s.handleImageInput(route)}))
 				continue
 			}
 			const v1 = "/v1/images/generations"
-			r.POST("/image/generations", deprecated(v1), authed, limited, deadline, s.limitBody(maxJSONBody),
-				s.pythonOnly(imageGenerationsRule, v1), s.idempotency(), s.handleImage)
+			r.POST("/image/generations", deprecated(v1), authed, limited, deadline, s.limitBody(maxJSONBody, dialectPython),
+				s.inference(inferenceRoute{rule: &imageGenerationsRule, successor: v1, python: s.handleImage}))
 		case runners.ServiceAudio:
 			// AUDIO_TASK picks the legacy path, as HEAD mounts one of the two.
 			task, path := taskTranscribe, "/audio/transcriptions"
@@ -225,13 +225,14 @@ func (s *Server) routes() *gin.Engine {
 				task, path = taskTranslate, "/audio/translations"
 			}
 			v1 := "/v1" + path
-			r.POST(path, deprecated(v1), authed, limited, deadline, s.limitBody(s.maxAudioBody()),
-				s.pythonOnly(audioRule, v1), s.idempotency(), s.handlePythonAudio(task))
+			r.POST(path, deprecated(v1), authed, limited, deadline, s.limitBody(s.maxAudioBody(), dialectPython),
+				s.inference(inferenceRoute{rule: &audioRule, successor: v1, python: s.handlePythonAudio(task)}))
 		case runners.ServiceCNN:
 			// CNN has no OpenAI counterpart: /v1 serves the Python dialect only.
+			cnn := s.inference(inferenceRoute{python: s.handleCNN})
 			r.POST("/cnn/search-image", deprecated("/v1/cnn/search-image"), authed, limited, deadline,
-				s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
-			r.POST("/v1/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody), s.idempotency(), s.handleCNN)
+				s.limitBody(maxImageBody, dialectPython), cnn)
+			r.POST("/v1/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody, dialectPython), cnn)
 		}
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).

@@ -150,7 +150,7 @@ func TestParseImageRequest(t *testing.T) {
 				}
 				return
 			}
-			var ve *validationError
+			var ve *apiError
 			require.ErrorAs(t, err, &ve)
 			require.Equal(t, tc.wantType, ve.items[0].Type, "%+v", ve.items)
 			if tc.wantLoc != nil {
@@ -522,7 +522,7 @@ func TestCustomScheduleStepLimit(t *testing.T) {
 			body := `{"prompt":"a","guidance_scale":5,"num_inference_steps":20,"` + tt.field + `":` + list(tt.n) + `}`
 			r, err := parseImageRequest([]byte(body), imageDefaults{steps: 20, runner: tt.runner, format: "JPEG", quality: 85})
 			if tt.wantSteps == 0 {
-				var ve *validationError
+				var ve *apiError
 				require.ErrorAs(t, err, &ve)
 				require.Equal(t, []any{"body", tt.field}, ve.items[0].Loc)
 				require.Contains(t, ve.items[0].Msg, "at most 50")

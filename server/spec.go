@@ -50,7 +50,7 @@ func (s *Server) docsRoutes(r *gin.Engine) {
 func (s *Server) handleOpenAPI(c *gin.Context) {
 	spec, err := openAPIJSON()
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	c.Header("Cache-Control", "no-cache")

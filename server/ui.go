@@ -86,7 +86,7 @@ func setPageHeaders(c *gin.Context) {
 func (s *Server) handleDocs(c *gin.Context) {
 	page, err := fs.ReadFile(webFS, "docs.html")
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, dialectPython, err)
 		return
 	}
 	setPageHeaders(c)
@@ -100,7 +100,7 @@ func (s *Server) handleUIFile(c *gin.Context) {
 	if name == "" || name == "." || name == "index.html" {
 		page, err := s.uiIndexPage()
 		if err != nil {
-			s.fail(c, err)
+			s.fail(c, dialectPython, err)
 			return
 		}
 		setPageHeaders(c)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,18 +45,18 @@ func parseBody(data []byte) (*body, error) {
 		if errors.As(err, &se) {
 			pos = int(se.Offset)
 		}
-		return nil, &validationError{items: []fieldError{{
+		return nil, &apiError{status: http.StatusUnprocessableEntity, items: []fieldError{{
 			Type: "json_invalid", Loc: []any{"body", pos}, Msg: "JSON decode error",
 			Input: map[string]any{}, Ctx: map[string]any{"error": err.Error()},
 		}}}
 	}
 	if dec.More() {
-		return nil, &validationError{items: []fieldError{{
+		return nil, &apiError{status: http.StatusUnprocessableEntity, items: []fieldError{{
 			Type: "json_invalid", Loc: []any{"body", int(dec.InputOffset())}, Msg: "JSON decode error",
 			Input: map[string]any{}, Ctx: map[string]any{"error": "extra data after the JSON value"},
 		}}}
 	}
-	return nil, &validationError{items: []fieldError{{
+	return nil, &apiError{status: http.StatusUnprocessableEntity, items: []fieldError{{
 		Type: "model_attributes_type", Loc: []any{"body"},
 		Msg: "Input should be a valid dictionary or object to extract fields from", Input: input,
 	}}}
@@ -79,7 +80,7 @@ func (b *body) err() error {
 	if len(b.errs) == 0 {
 		return nil
 	}
-	return &validationError{items: b.errs}
+	return &apiError{status: http.StatusUnprocessableEntity, items: b.errs}
 }
 
 func (b *body) add(typ string, loc []any, msg string, input any, ctx map[string]any) {
