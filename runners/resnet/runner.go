@@ -163,7 +163,14 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []runners.Outcome {
 	outs := make([]runners.Outcome, len(reqs))
 	n := len(reqs)
-	r.preprocess(reqs)
+	for i, err := range r.preprocess(reqs) {
+		if err != nil {
+			// The slot is cleared (never left holding an earlier batch's image, whose classes
+			// would be this request's answer) and the request fails alone.
+			clear(r.buf[i*ImageElems : (i+1)*ImageElems])
+			outs[i].Err = err
+		}
+	}
 	if r.used > n {
 		clear(r.buf[n*ImageElems : r.used*ImageElems]) // padding left by a larger batch
 	}
@@ -183,11 +190,16 @@ func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []run
 			err = fmt.Errorf("%w: %w", ErrDevice, err)
 		}
 		for i := range outs {
-			outs[i].Err = err
+			if outs[i].Err == nil {
+				outs[i].Err = err
+			}
 		}
 		return outs
 	}
 	for i, req := range reqs {
+		if outs[i].Err != nil {
+			continue
+		}
 		res, err := r.cls.Postprocess(per[i], req.TopK, req.MinConfidence)
 		if err != nil {
 			outs[i].Err = fmt.Errorf("%w: image %d of the batch: %w", ErrDevice, i, err)
@@ -199,14 +211,15 @@ func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []run
 }
 
 // preprocess writes each request's tensor into its slot of the batch buffer, spreading the
-// images over Workers goroutines. Requests were checked for a non-empty image.
-func (r *Runner) preprocess(reqs []*runners.CNNRequest) {
+// images over Workers goroutines, and returns each one's error (nil when its slot was written).
+func (r *Runner) preprocess(reqs []*runners.CNNRequest) []error {
+	errs := make([]error, len(reqs))
 	workers := min(r.cfg.Workers, len(reqs))
 	if workers <= 1 {
 		for i, req := range reqs {
-			_ = PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], req.Image, r.cfg.Interp)
+			errs[i] = PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], req.Image, r.cfg.Interp)
 		}
-		return
+		return errs
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -217,11 +230,12 @@ func (r *Runner) preprocess(reqs []*runners.CNNRequest) {
 				if i >= len(reqs) {
 					return
 				}
-				_ = PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], reqs[i].Image, r.cfg.Interp)
+				errs[i] = PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], reqs[i].Image, r.cfg.Interp)
 			}
 		})
 	}
 	wg.Wait()
+	return errs
 }
 
 // Close releases the device (Config.Close) once; later Runs fail with ErrClosed.

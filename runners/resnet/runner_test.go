@@ -259,3 +259,26 @@ func BenchmarkRunnerBatch16(b *testing.B) {
 	b.ReportMetric(float64(16*b.N)/b.Elapsed().Seconds(), "images/s")
 	reportCPU(b, cpu0, 16)
 }
+
+// TestFailedPreprocessLeavesNoStaleImage: the batch buffer is reused between batches, so a
+// request whose preprocessing failed must fail, with its slot cleared, and never be answered
+// with the classes of the image an earlier batch left in that slot (issue 30's audit of reused
+// state). The only failure reachable through Run is an interpolation New refuses; the test
+// sets it after New to make one batch fail.
+func TestFailedPreprocessLeavesNoStaleImage(t *testing.T) {
+	dev := newFakeDevice()
+	r, err := New(Config{BatchSize: 2, Workers: 1, Device: dev.run})
+	require.NoError(t, err)
+	ctx := context.Background()
+	first := r.Run(ctx, []runners.Task{{Ctx: ctx, Request: &runners.CNNRequest{Image: testImage(1), TopK: 1}}})
+	require.NoError(t, first[0].Err)
+
+	r.cfg.Interp = Interp(7)
+	outs := r.Run(ctx, []runners.Task{{Ctx: ctx, Request: &runners.CNNRequest{Image: testImage(2), TopK: 1}}})
+	require.Error(t, outs[0].Err)
+	require.Contains(t, outs[0].Err.Error(), "unknown interpolation")
+	require.Nil(t, outs[0].Value, "a failed preprocess must not be answered with the stale slot's classes")
+	for i, v := range r.buf[:ImageElems] {
+		require.Zero(t, v, "slot value %d left from the earlier batch", i)
+	}
+}
