@@ -112,16 +112,17 @@ var (
 	errNotAdmin       = errors.New("this route needs the admin key (ADMIN_API_KEY)")
 )
 
-// bearer extracts the credential of an Authorization header.
+// bearer extracts the credential of an Authorization header: the scheme "Bearer" in any case
+// (bearer, BEARER: auth schemes are case-insensitive, RFC 7235 §2.1), then one space.
 func bearer(header string) (string, error) {
 	if header == "" {
 		return "", errNoCredentials
 	}
-	const prefix = "Bearer "
-	if len(header) > maxTokenLen || !strings.HasPrefix(header, prefix) {
+	const scheme = "Bearer "
+	if len(header) > maxTokenLen || len(header) < len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) {
 		return "", errBadCredentials
 	}
-	return header[len(prefix):], nil
+	return header[len(scheme):], nil
 }
 
 // check validates an Authorization header value.
