@@ -198,10 +198,7 @@ func parseAudioMultipart(in *request) (*audioUpload, error) {
 	gotFile := false
 	// The form values, as JSON strings, so that readAudioFields reads them as it reads JSON.
 	b := &body{raw: map[string]json.RawMessage{}, input: map[string]any{}}
-	tooMany := func() error {
-		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
-	}
-	err := readForm(bytes.NewReader(in.data), in.boundary, maxMultipartParts, maxOpenAIFieldBytes, tooMany, func(name string, v []byte) error {
+	err := readForm(bytes.NewReader(in.data), in.boundary, pythonFormSpec(maxOpenAIFieldBytes), func(name string, v []byte) error {
 		if name == "file" {
 			up.file, gotFile = v, true
 			return nil

@@ -96,10 +96,7 @@ func parseCNNMultipart(in *request, up *cnnUpload) error {
 	}
 	b := &body{raw: map[string]json.RawMessage{}, input: map[string]any{}}
 	gotFile := false
-	tooMany := func() error {
-		return httpErr(http.StatusBadRequest, "too many multipart parts (at most %d)", maxMultipartParts)
-	}
-	err := readForm(bytes.NewReader(in.data), in.boundary, maxMultipartParts, maxFormFieldBytes, tooMany, func(name string, v []byte) error {
+	err := readForm(bytes.NewReader(in.data), in.boundary, pythonFormSpec(maxFormFieldBytes), func(name string, v []byte) error {
 		if name == "file" {
 			up.image, gotFile = v, true
 			return nil

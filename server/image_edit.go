@@ -10,12 +10,9 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"image"
-	"io"
 	"math"
-	"mime/multipart"
 	"net/http"
 	"slices"
 	"strconv"
@@ -244,42 +241,21 @@ func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, 
 	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(runners.RunnerSDXLEdit), defaultStrength
 	var img, mask []byte
 	var gotImage, gotMask, gotPrompt, gotCompression bool
-	mr := multipart.NewReader(bytes.NewReader(in.data), in.boundary)
-	for parts := 0; ; parts++ {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, nil, multipartErr(err)
-		}
-		if parts >= maxOpenAIParts {
-			return nil, nil, nil, invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts)
-		}
-		name := p.FormName()
+	form := openAIFormSpec([]string{"image", "image[]", "mask"}, nil)
+	err := readForm(bytes.NewReader(in.data), in.boundary, form, func(name string, raw []byte) error {
 		switch name {
 		case "image", "image[]":
-			if gotImage {
-				return nil, nil, nil, invalidParam("image", "one image is accepted; this model edits a single image")
+			if gotImage { // the other spelling sent too (a repeated one is readForm's 400)
+				return invalidParam("image", "one image is accepted; this model edits a single image")
 			}
-			if img, err = io.ReadAll(p); err != nil {
-				return nil, nil, nil, multipartErr(err)
-			}
-			gotImage = true
-			continue
+			img, gotImage = raw, true
+			return nil
 		case "mask":
-			if mask, err = io.ReadAll(p); err != nil {
-				return nil, nil, nil, multipartErr(err)
-			}
-			gotMask = true
-			continue
-		}
-		raw, err := io.ReadAll(io.LimitReader(p, maxOpenAIFieldBytes+1))
-		if err != nil {
-			return nil, nil, nil, multipartErr(err)
+			mask, gotMask = raw, true
+			return nil
 		}
 		if len(raw) > maxOpenAIFieldBytes {
-			return nil, nil, nil, invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
+			return invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
 		}
 		v := strings.TrimSpace(string(raw))
 		intIn := func(lo, hi int) (int, error) {
@@ -363,9 +339,10 @@ func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, 
 		default:
 			perr = invalidParam(name, "field %q is not supported on this route", name)
 		}
-		if perr != nil {
-			return nil, nil, nil, perr
-		}
+		return perr
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	switch {
 	case !gotImage:

@@ -80,8 +80,8 @@ func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*
 		granularities, include              []string
 		chunking                            = map[string]string{}
 	)
-	tooMany := func() error { return invalidParam("", "too many multipart parts (at most %d)", maxOpenAIParts) }
-	err := readForm(bytes.NewReader(in.data), in.boundary, maxOpenAIParts, maxOpenAIFieldBytes, tooMany, func(name string, raw []byte) error {
+	form := openAIFormSpec([]string{"file"}, []string{"timestamp_granularities[]", "timestamp_granularities", "include[]", "include"})
+	err := readForm(bytes.NewReader(in.data), in.boundary, form, func(name string, raw []byte) error {
 		if name == "file" {
 			req.file, gotFile = raw, true
 			return nil
