@@ -98,7 +98,8 @@ func TestStuckWorkerIsNotReady(t *testing.T) {
 }
 
 // TestRestartLimitCountsConsecutiveFailures: MAX_WORKER_RESTART_COUNT counts failures in a
-// row; a crash after good work starts a new count.
+// row; a runner that warmed up starts a new count, so only failures without a successful
+// warm-up between them (failed warm-ups after a crash) mark the worker failed.
 func TestRestartLimitCountsConsecutiveFailures(t *testing.T) {
 	t.Run("crashes each followed by good work", func(t *testing.T) {
 		h := newHarness(t, Config{MaxRestarts: 2}, false, "bad")
@@ -114,15 +115,29 @@ func TestRestartLimitCountsConsecutiveFailures(t *testing.T) {
 		st := h.s.Workers()["0"]
 		require.NotEqual(t, stateFailed, st.State)
 	})
-	t.Run("consecutive crashes", func(t *testing.T) {
+	t.Run("crashes each after a successful warm-up", func(t *testing.T) {
 		h := newHarness(t, Config{MaxRestarts: 2}, false, "bad")
 		h.start(t)
-		for range 3 {
+		for i := range 6 { // twice the limit: each restart warmed up, so none counts twice
 			waitFor(t, "ready", h.s.Ready)
 			_, err := h.s.Submit(context.Background(), sreq("bad"), nil)
-			require.ErrorIs(t, err, ErrWorkerFailed)
+			require.ErrorIs(t, err, ErrWorkerFailed, "round %d", i)
 		}
-		waitFor(t, "failed after 3 consecutive crashes", func() bool { return h.s.Workers()["0"].State == stateFailed })
+		waitFor(t, "restarted 6 times and ready", func() bool { return h.s.Workers()["0"].RestartCount == 6 && h.s.Ready() })
+		require.Equal(t, 6, h.s.Workers()["0"].ErrorCount)
+	})
+	t.Run("a crash then failed warm-ups", func(t *testing.T) {
+		h := newHarness(t, Config{MaxRestarts: 2}, false, "bad")
+		h.start(t)
+		waitFor(t, "ready", h.s.Ready)
+		h.fails.Store(10) // the device does not come back after the crash
+		_, err := h.s.Submit(context.Background(), sreq("bad"), nil)
+		require.ErrorIs(t, err, ErrWorkerFailed)
+		waitFor(t, "failed after the crash and 2 failed warm-ups", func() bool { return h.s.Workers()["0"].State == stateFailed })
 		require.False(t, h.s.Ready())
+		st := h.s.Workers()["0"]
+		require.Equal(t, 3, st.ErrorCount, "the crash and two failed warm-ups")
+		require.Equal(t, 2, st.RestartCount)
+		require.Contains(t, st.LastError, "device did not come up")
 	})
 }

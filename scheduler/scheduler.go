@@ -215,37 +215,6 @@ func New(cfg Config, factory RunnerFactory) *Scheduler {
 	return s
 }
 
-// Start launches the workers, NEW_DEVICE_DELAY_SECONDS apart, and returns at once.
-// The scheduler is ready as soon as the first worker has warmed up.
-func (s *Scheduler) Start(ctx context.Context) {
-	s.runCtx, s.runCancel = context.WithCancel(context.WithoutCancel(ctx))
-	if s.canary != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.canary.run(s.runCtx)
-		}()
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for i, w := range s.workers {
-			if i > 0 && s.cfg.StartDelay > 0 {
-				select {
-				case <-s.runCtx.Done():
-					return
-				case <-time.After(s.cfg.StartDelay):
-				}
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				w.loop(s.runCtx)
-			}()
-		}
-	}()
-}
-
 // job is one accepted request on its way to a terminal outcome.
 type job struct {
 	ctx      context.Context
@@ -486,62 +455,6 @@ func (s *Scheduler) Workers() map[string]WorkerStatus {
 		out[w.group.ID] = w.status()
 	}
 	return out
-}
-
-// RestartWorker closes the named worker's runner and warms a new one, in the background.
-func (s *Scheduler) RestartWorker(id string) error {
-	w, ok := s.byID[id]
-	if !ok {
-		ids := make([]string, 0, len(s.workers))
-		for _, w := range s.workers {
-			ids = append(ids, fmt.Sprintf("%q", w.group.ID))
-		}
-		return fmt.Errorf("%w %q (workers: %v)", ErrUnknownWorker, id, ids)
-	}
-	w.requestRestart()
-	return nil
-}
-
-// RestartAll restarts every worker (the deep reset): each closes its runner after its current
-// batch, the devices are reset, and the workers warm up again.
-func (s *Scheduler) RestartAll() {
-	for _, w := range s.workers {
-		w.requestRestart()
-	}
-}
-
-// Stop stops taking work, lets in-flight and queued jobs finish until ctx ends, then fails what
-// is left with ErrStopping, stops the workers and closes their runners.
-func (s *Scheduler) Stop(ctx context.Context) error {
-	s.stopMu.Lock()
-	s.stopping.Store(true)
-	s.stopMu.Unlock()
-	drained := make(chan struct{})
-	go func() {
-		s.inflight.Wait()
-		close(drained)
-	}()
-	var err error
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		err = fmt.Errorf("stopping with jobs unfinished: %w", ctx.Err())
-	}
-	for _, j := range s.q.close() {
-		j.finish(runners.Outcome{Err: ErrStopping})
-	}
-	if err != nil {
-		// Jobs still running when the grace ended are answered "shutting down" (503 with
-		// Retry-After), not with the cancellation the runners are about to see.
-		for _, w := range s.workers {
-			w.abandon(fmt.Errorf("%w: the shutdown grace period ended before the job finished", ErrStopping))
-		}
-	}
-	if s.runCancel != nil {
-		s.runCancel()
-	}
-	s.wg.Wait()
-	return err
 }
 
 // enter counts a job in flight unless the scheduler is stopping. A WaitGroup's Add must not

@@ -318,12 +318,15 @@ func TestRestartWorker(t *testing.T) {
 	}}, false, "")
 	h.start(t)
 	waitFor(t, "ready", h.s.Ready)
-	require.ErrorIs(t, h.s.RestartWorker("7"), ErrUnknownWorker)
-	require.NoError(t, h.s.RestartWorker("0"))
+	_, err := h.s.RestartWorker("7")
+	require.ErrorIs(t, err, ErrUnknownWorker)
+	rs, err := h.s.RestartWorker("0")
+	require.NoError(t, err)
+	require.Equal(t, WorkerReset{Worker: "0", State: stateReady, Action: ResetRestart}, rs)
 	waitFor(t, "restarted", func() bool { return h.s.Workers()["0"].RestartCount == 1 && h.s.Ready() })
 	require.Equal(t, int64(1), resets.Load())
 	require.Equal(t, int64(2), h.made.Load())
-	_, err := h.s.Submit(context.Background(), sreq("after"), nil)
+	_, err = h.s.Submit(context.Background(), sreq("after"), nil)
 	require.NoError(t, err)
 }
 

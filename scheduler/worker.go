@@ -50,9 +50,6 @@ type worker struct {
 	// isolated: this worker's runners run in processes of their own (ProcessIDer); between
 	// two of them (a restart) it has no process, and shows no pid rather than the server's.
 	isolated bool
-	// servedOK: a batch of the current runner delivered at least one result; a crash after
-	// that starts a new count of consecutive failures.
-	servedOK atomic.Bool
 	// progress is the running batch's last reported step, done<<32 | total (0: none); its
 	// tasks' Task.Progress store it without taking mu.
 	progress atomic.Uint64
@@ -156,111 +153,6 @@ func (w *worker) setState(state string, err error) {
 	}
 	w.mu.Unlock()
 	w.s.updateReady()
-}
-
-func (w *worker) requestRestart() {
-	select {
-	case w.restartReq <- struct{}{}:
-	default:
-	}
-}
-
-// loop brings the runner up, serves batches, and restarts it when it fails or a reset is
-// asked for, up to MaxRestarts consecutive failures.
-func (w *worker) loop(ctx context.Context) {
-	log := w.s.log.With("worker", w.group.ID)
-	failures := 0
-	first := true
-	for ctx.Err() == nil {
-		if !first {
-			w.mu.Lock()
-			w.restartCount++
-			w.mu.Unlock()
-			w.setState(stateRestart, nil)
-			if w.s.cfg.Reset != nil {
-				if err := w.s.cfg.Reset(ctx, []config.DeviceGroup{w.group}); err != nil {
-					log.Error("device reset failed", "err", err)
-				}
-			}
-			if !sleepCtx(ctx, w.s.cfg.RestartDelay) {
-				break
-			}
-		}
-		first = false
-		w.setState(stateStarting, nil)
-		r, err := w.warm(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			failures++
-			w.mu.Lock()
-			w.errorCount++
-			w.mu.Unlock()
-			log.Error("worker warm-up failed", "err", err, "attempt", failures)
-			if errors.Is(err, runners.ErrConfig) { // retrying (and resetting the chips) cannot help
-				w.setState(stateFailed, err)
-				log.Error("worker marked failed: configuration error, not retried", "err", err)
-				return
-			}
-			if failures > w.s.cfg.MaxRestarts {
-				w.setState(stateFailed, err)
-				log.Error("worker marked failed: restart limit reached", "max_restarts", w.s.cfg.MaxRestarts)
-				return
-			}
-			w.setState(stateRestart, err)
-			continue
-		}
-		w.setState(stateReady, nil)
-		log.Info("worker ready", "devices", w.group.Devices)
-		w.servedOK.Store(false)
-		crashed := w.serve(ctx, r)
-		w.setState(stateRestart, nil)
-		if err := w.closeRunner(r); err != nil {
-			log.Warn("runner close failed", "err", err)
-		}
-		if crashed != nil {
-			if w.servedOK.Load() {
-				failures = 0 // it worked since the last failure: this one starts a new count
-			}
-			failures++
-			w.mu.Lock()
-			w.errorCount++
-			w.mu.Unlock()
-			w.setState(stateRestart, crashed)
-			if failures > w.s.cfg.MaxRestarts {
-				w.setState(stateFailed, crashed)
-				log.Error("worker marked failed: restart limit reached", "max_restarts", w.s.cfg.MaxRestarts)
-				return
-			}
-		} else {
-			failures = 0
-		}
-	}
-	w.setState(stateStopped, nil)
-}
-
-// warm builds and warms a runner, turning a panic into an error.
-func (w *worker) warm(ctx context.Context) (r runners.Runner, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("runner panicked during warm-up: %v", p)
-			if r != nil {
-				_ = w.closeRunner(r)
-			}
-			r = nil
-		}
-	}()
-	r, err = w.s.factory(w.group)
-	if err != nil {
-		return nil, fmt.Errorf("create runner: %w", err)
-	}
-	w.setRunner(r)
-	if err := r.Warmup(ctx); err != nil {
-		_ = w.closeRunner(r)
-		return nil, fmt.Errorf("warm-up: %w", err)
-	}
-	return r, nil
 }
 
 // ProcessIDer is implemented by a runner that runs in a process of its own (a worker
@@ -442,12 +334,6 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	if lost != nil {
 		return lost
 	}
-	for _, o := range outs {
-		if o.Err == nil && o.Value != nil {
-			w.servedOK.Store(true)
-			break
-		}
-	}
 	if !anyCancelled(live) && !anyProbe(live) { // probes are not the workload's speed // a batch cut short by cancellation says nothing about speed
 		w.s.rate.observe(cost, len(live), took)
 	}
@@ -479,20 +365,6 @@ func closed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -185,10 +185,37 @@ func (s *Server) handleHealth(c *gin.Context) {
 	writeJSON(c, http.StatusServiceUnavailable, gin.H{"detail": detail})
 }
 
-// handleDeepReset serves POST /tt-deep-reset: every worker is restarted in the background.
+// resetInfo is one worker's entry in the reset routes' answer (our extension): its state when
+// the reset came, what was done (scheduler.Reset* actions) and that in words.
+type resetInfo struct {
+	State  string `json:"state"`
+	Action string `json:"action"`
+	Detail string `json:"detail"`
+}
+
+// resetDetails says each reset action in words.
+var resetDetails = map[string]string{
+	scheduler.ResetRestart:         "restarts after its current batch: device reset, new runner, warm-up",
+	scheduler.ResetRevived:         "was failed; starts again: device reset, new runner, warm-up, with a new count of failures",
+	scheduler.ResetAlreadyStarting: "already warming up or restarting; nothing more to do",
+	scheduler.ResetNotStarted:      "not started yet (NEW_DEVICE_DELAY_SECONDS); it starts on its own",
+	scheduler.ResetStopping:        "the server is shutting down; nothing started",
+}
+
+func resetInfos(rs []scheduler.WorkerReset, into map[string]resetInfo) {
+	for _, r := range rs {
+		into[r.Worker] = resetInfo{State: r.State, Action: r.Action, Detail: resetDetails[r.Action]}
+	}
+}
+
+// handleDeepReset serves POST /tt-deep-reset: every worker is restarted (a failed one revived)
+// in the background; the answer says what happened to each.
 func (s *Server) handleDeepReset(c *gin.Context) {
-	go s.reset()
-	writeJSON(c, http.StatusOK, gin.H{"status": "Reset scheduled"})
+	workers := map[string]resetInfo{}
+	for _, p := range s.pools {
+		resetInfos(p.Sched.RestartAll(), workers)
+	}
+	writeJSON(c, http.StatusOK, gin.H{"status": "Reset scheduled", "workers": workers})
 }
 
 // handleResetDevice serves POST /tt-reset-device?device_id=ID.
@@ -198,9 +225,12 @@ func (s *Server) handleResetDevice(c *gin.Context) {
 		s.fail(c, dialectPython, &apiError{status: http.StatusUnprocessableEntity, items: []fieldError{{Type: "missing", Loc: []any{"query", "device_id"}, Msg: "Field required", Input: nil}}})
 		return
 	}
-	var err error
+	var (
+		r   scheduler.WorkerReset
+		err error
+	)
 	for _, p := range s.pools {
-		if err = p.Sched.RestartWorker(id); err == nil || !errors.Is(err, scheduler.ErrUnknownWorker) {
+		if r, err = p.Sched.RestartWorker(id); err == nil || !errors.Is(err, scheduler.ErrUnknownWorker) {
 			break
 		}
 	}
@@ -208,5 +238,7 @@ func (s *Server) handleResetDevice(c *gin.Context) {
 		s.fail(c, dialectPython, err)
 		return
 	}
-	writeJSON(c, http.StatusOK, gin.H{"status": "Reset of device " + id + " scheduled"})
+	workers := map[string]resetInfo{}
+	resetInfos([]scheduler.WorkerReset{r}, workers)
+	writeJSON(c, http.StatusOK, gin.H{"status": "Reset of device " + id + " scheduled", "workers": workers})
 }

@@ -31,8 +31,10 @@ type Scheduler interface {
 	QueueCap() int
 	RetryAfter() time.Duration
 	Workers() map[string]scheduler.WorkerStatus
-	RestartWorker(id string) error
-	RestartAll()
+	// RestartWorker and RestartAll reset one or every worker: a serving one restarts, a
+	// failed one is revived; each says what it did.
+	RestartWorker(id string) (scheduler.WorkerReset, error)
+	RestartAll() []scheduler.WorkerReset
 	// Canary is the canary health monitor's state (HEAD's canary_state / canary_alive).
 	Canary() scheduler.CanaryStatus
 }
@@ -78,9 +80,6 @@ type Deps struct {
 	Service runners.Service
 	Sched   Scheduler
 	Logger  *slog.Logger
-	// DeepReset runs the deep reset (stop workers, RESET_DEVICE_COMMAND, start again) in the
-	// background. Nil means: restart every worker through the scheduler.
-	DeepReset func()
 	// Mock reports mock-device mode (shown in /tt-liveness).
 	Mock bool
 	// Metrics, when set, records requests and media units and serves /metrics.
@@ -96,7 +95,6 @@ type Server struct {
 	log     *slog.Logger
 	auth    *authenticator
 	engine  *gin.Engine
-	reset   func()
 	mock    bool
 	metrics *metrics.Metrics
 	idem    *idempotencyStore
@@ -126,7 +124,6 @@ func New(d Deps) *Server {
 		byName:  map[runners.Service]*Pool{},
 		log:     log,
 		limits:  newRateLimiter(d.Settings.RateLimit, d.Settings.RateBurst),
-		reset:   d.DeepReset,
 		mock:    d.Mock,
 		metrics: d.Metrics,
 		idem:    newIdempotencyStore(),
@@ -144,13 +141,6 @@ func New(d Deps) *Server {
 	}
 	for i := range s.pools {
 		s.byName[s.pools[i].Service] = &s.pools[i]
-	}
-	if s.reset == nil {
-		s.reset = func() {
-			for _, p := range s.pools {
-				p.Sched.RestartAll()
-			}
-		}
 	}
 	keys := d.Settings.APIKeys
 	if keys == nil { // settings built by hand (tests): API_KEY alone

@@ -38,12 +38,16 @@ func (f *fakeSched) Submit(ctx context.Context, req runners.Request, emit func(r
 	f.mu.Unlock()
 	return f.submit(ctx, req, emit)
 }
-func (f *fakeSched) Ready() bool                   { return f.ready }
-func (f *fakeSched) QueueLen() int                 { return 0 }
-func (f *fakeSched) QueueCap() int                 { return 4 }
-func (f *fakeSched) RetryAfter() time.Duration     { return 7 * time.Second }
-func (f *fakeSched) RestartWorker(id string) error { return nil }
-func (f *fakeSched) RestartAll()                   {}
+func (f *fakeSched) Ready() bool               { return f.ready }
+func (f *fakeSched) QueueLen() int             { return 0 }
+func (f *fakeSched) QueueCap() int             { return 4 }
+func (f *fakeSched) RetryAfter() time.Duration { return 7 * time.Second }
+func (f *fakeSched) RestartWorker(id string) (scheduler.WorkerReset, error) {
+	return scheduler.WorkerReset{Worker: id, State: "ready", Action: scheduler.ResetRestart}, nil
+}
+func (f *fakeSched) RestartAll() []scheduler.WorkerReset {
+	return []scheduler.WorkerReset{{Worker: "0", State: "ready", Action: scheduler.ResetRestart}}
+}
 func (f *fakeSched) Canary() scheduler.CanaryStatus {
 	if f.canary != "" {
 		return scheduler.CanaryStatus{Enabled: true, State: f.canary, Alive: f.canary != scheduler.CanaryDead}

@@ -105,7 +105,9 @@ func TestLivenessAndMaintenance(t *testing.T) {
 		before, _, _ := restartCounts(t, s)
 		r = do(t, http.MethodPost, s.URL+"/tt-reset-device?device_id=0", nil, "Authorization", bearer)
 		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
-		require.JSONEq(t, `{"status":"Reset of device 0 scheduled"}`, string(r.Body))
+		require.Equal(t, "Reset of device 0 scheduled", r.obj(t)["status"])
+		require.Equal(t, map[string]any{"0": map[string]any{"state": "ready", "action": "restart",
+			"detail": "restarts after its current batch: device reset, new runner, warm-up"}}, r.obj(t)["workers"])
 		eventually(t, 10*time.Second, "worker 0 restarted and ready", func() bool {
 			c, ready, status := restartCounts(t, s)
 			return c["0"] >= before["0"]+1 && ready && status == http.StatusOK
@@ -118,7 +120,13 @@ func TestLivenessAndMaintenance(t *testing.T) {
 		before, _, _ := restartCounts(t, s)
 		r := do(t, http.MethodPost, s.URL+"/tt-deep-reset", nil, "Authorization", bearer)
 		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
-		require.JSONEq(t, `{"status":"Reset scheduled"}`, string(r.Body))
+		require.Equal(t, "Reset scheduled", r.obj(t)["status"])
+		workers, _ := r.obj(t)["workers"].(map[string]any)
+		require.Lenf(t, workers, len(before), "one entry per worker: %s", r)
+		for id := range before {
+			w, _ := workers[id].(map[string]any)
+			require.Equalf(t, "restart", w["action"], "worker %s: %s", id, r)
+		}
 		eventually(t, 10*time.Second, "every worker restarted and ready", func() bool {
 			c, ready, status := restartCounts(t, s)
 			for id, n := range before {
