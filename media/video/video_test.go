@@ -1,0 +1,124 @@
+package video
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	_ "image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/image/webp"
+)
+
+// needFFmpeg skips without ffmpeg, except under CI=true (.ci/run installs it).
+func needFFmpeg(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("ffprobe"); err != nil || Check(context.Background()) != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ffmpeg/ffprobe with libx264 are missing; .ci/run installs Debian's ffmpeg")
+		}
+		t.Skip("ffmpeg/ffprobe with libx264 are missing (Debian ffmpeg); skipping")
+	}
+}
+
+// clip is n frames of a square moving across a gradient.
+func clip(w, h, n, fps int) Frames {
+	f := Frames{Width: w, Height: h, FPS: fps}
+	for i := range n {
+		fr := make([]byte, w*h*3)
+		for y := range h {
+			for x := range w {
+				p := (y*w + x) * 3
+				fr[p], fr[p+1], fr[p+2] = byte(x*255/w), byte(y*255/h), byte(i*255/n)
+				if x >= i*2 && x < i*2+8 && y >= 8 && y < 16 {
+					fr[p], fr[p+1], fr[p+2] = 255, 255, 255
+				}
+			}
+		}
+		f.Frames = append(f.Frames, fr)
+	}
+	return f
+}
+
+func TestEncodeMP4Probe(t *testing.T) {
+	needFFmpeg(t)
+	for _, tc := range []struct {
+		name         string
+		w, h, n, fps int
+	}{
+		{"wan-16fps", 64, 48, 17, 16},
+		{"ltx-24fps", 96, 64, 25, 24},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.mp4")
+			require.NoError(t, EncodeMP4(context.Background(), path, clip(tc.w, tc.h, tc.n, tc.fps), DefaultOptions))
+			info, err := Probe(context.Background(), path)
+			require.NoError(t, err)
+			require.Equal(t, "h264", info.Codec)
+			require.Equal(t, "yuv420p", info.PixFmt)
+			require.Equal(t, "High", info.Profile)
+			require.Equal(t, 42, info.Level)
+			require.Equal(t, tc.w, info.Width)
+			require.Equal(t, tc.h, info.Height)
+			require.InDelta(t, float64(tc.fps), info.FPS, 1e-9)
+			require.Equal(t, tc.n, info.Frames)
+			require.True(t, info.MoovFirst(), "moov before mdat (+faststart): %v", info.Boxes)
+		})
+	}
+}
+
+func TestEncodeMP4Refusals(t *testing.T) {
+	needFFmpeg(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	bad := clip(64, 48, 2, 16)
+	bad.Frames[1] = bad.Frames[1][:10]
+	for name, f := range map[string]Frames{
+		"odd size":    {Width: 63, Height: 48, FPS: 16, Frames: [][]byte{make([]byte, 63*48*3)}},
+		"no frames":   {Width: 64, Height: 48, FPS: 16},
+		"short frame": bad,
+		"no fps":      {Width: 64, Height: 48, Frames: [][]byte{make([]byte, 64*48*3)}},
+	} {
+		require.Error(t, EncodeMP4(ctx, filepath.Join(dir, "x.mp4"), f, DefaultOptions), name)
+	}
+	// An unwritable output is an error from ffmpeg, not a hang.
+	err := EncodeMP4(ctx, filepath.Join(dir, "missing", "x.mp4"), clip(64, 48, 2, 16), DefaultOptions)
+	require.ErrorContains(t, err, "ffmpeg failed")
+	// The timeout kills a slow encode.
+	o := DefaultOptions
+	o.Timeout = time.Nanosecond
+	err = EncodeMP4(ctx, filepath.Join(dir, "t.mp4"), clip(64, 48, 4, 16), o)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestMissingFFmpeg(t *testing.T) {
+	old := FFmpegPath
+	t.Cleanup(func() { FFmpegPath = old })
+	FFmpegPath = func() (string, error) { return "", ErrNoFFmpeg }
+	require.ErrorIs(t, Check(context.Background()), ErrNoFFmpeg)
+	err := EncodeMP4(context.Background(), filepath.Join(t.TempDir(), "x.mp4"), clip(64, 48, 1, 16), DefaultOptions)
+	require.True(t, errors.Is(err, ErrNoFFmpeg))
+}
+
+func TestStills(t *testing.T) {
+	f := clip(320, 240, 21, 16)
+	th, err := Thumbnail(f)
+	require.NoError(t, err)
+	img, err := webp.Decode(bytes.NewReader(th))
+	require.NoError(t, err)
+	require.Equal(t, image.Rect(0, 0, 320, 240), img.Bounds())
+
+	sheet, err := Spritesheet(f)
+	require.NoError(t, err)
+	img, err = webp.Decode(bytes.NewReader(sheet))
+	require.NoError(t, err)
+	cols, rows, tw, th2 := SpriteGrid(21, 320, 240)
+	require.Equal(t, []int{5, 2, 160, 120}, []int{cols, rows, tw, th2})
+	require.Equal(t, image.Rect(0, 0, 800, 240), img.Bounds())
+}
