@@ -136,6 +136,9 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	if err := loadHead(s, merged); err != nil {
 		return nil, err
 	}
+	if err := loadVideo(s, merged); err != nil {
+		return nil, err
+	}
 	_, s.TraceRegionSizeSet = merged("TRACE_REGION_SIZE")
 	if v := strings.ToLower(strings.TrimSpace(raw.NativeCodecs)); v != "auto" && v != "off" {
 		return nil, invalid("NATIVE_CODECS", raw.NativeCodecs, "accepted: auto, off")

@@ -361,7 +361,7 @@ func TestValidationErrors(t *testing.T) {
 		{"inconsistent service", env{"MODEL_SERVICE": "audio"}, false,
 			`invalid setting MODEL_SERVICE="audio": MODEL_RUNNER=tt-sdxl-trace serves "image"; leave MODEL_SERVICE unset or set it to image`},
 		{"mock without service", env{"MODEL_RUNNER": "mock"}, true,
-			`invalid setting MODEL_SERVICE="": MODEL_RUNNER=mock serves no fixed service; set MODEL_SERVICE to one of image|audio|cnn`},
+			`invalid setting MODEL_SERVICE="": MODEL_RUNNER=mock serves no fixed service; set MODEL_SERVICE to one of image|audio|cnn|video`},
 		{"queue size", env{"MAX_QUEUE_SIZE": "0"}, false, `invalid setting MAX_QUEUE_SIZE="0": must be an integer >= 1`},
 		{"connections", env{"MAX_CONNECTIONS": "-1"}, false, `invalid setting MAX_CONNECTIONS="-1": must be an integer >= 0`},
 		{"image memory budget", env{"IMAGE_MEMORY_BUDGET_BYTES": "1000"}, false, `invalid setting IMAGE_MEMORY_BUDGET_BYTES="1000": must be an integer >= 1048576`},
@@ -446,7 +446,10 @@ func TestServiceForRunner(t *testing.T) {
 		"tt-sdxl-trace": "image", "tt-sd3.5": "image", "tt-sdxl-image-to-image": "image", "tt-sdxl-edit": "image", "tt-whisper": "audio", "tt-yolov4": "cnn",
 		"tt-xla-resnet": "cnn", "tt-xla-vovnet": "cnn", "tt-xla-mobilenetv2": "cnn",
 	}
-	require.Equal(t, []string{"tt-sdxl-trace", "tt-sd3.5", "tt-sdxl-image-to-image", "tt-sdxl-edit", "tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2", "mock"}, KnownRunners())
+	for _, r := range videoRunners {
+		want[r] = "video"
+	}
+	require.Equal(t, append(append([]string{"tt-sdxl-trace", "tt-sd3.5", "tt-sdxl-image-to-image", "tt-sdxl-edit", "tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2"}, videoRunners...), "mock"), KnownRunners())
 	for _, r := range KnownRunners() {
 		svc, err := ServiceForRunner(r)
 		if r == "mock" {
@@ -495,6 +498,9 @@ func TestRedacted(t *testing.T) {
 	head, err := gatherVars(&headEnv{})
 	require.NoError(t, err)
 	vars = append(vars, head...)
+	video, err := gatherVars(&videoEnv{})
+	require.NoError(t, err)
+	vars = append(vars, video...)
 	for _, v := range vars {
 		require.Contains(t, r, v.key)
 	}

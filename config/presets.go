@@ -19,11 +19,17 @@ const (
 	RunnerMock        = "mock"
 )
 
+// Video runners (HEAD's ModelRunners for MODEL_SERVICE=video).
+var videoRunners = []string{"tt-mochi-1", "tt-wan2.2", "tt-wan2.2-t2v-prodia", "tt-wan2.2-i2v",
+	"tt-wan2.2-i2v-prodia", "tt-wan2.2-i2v-anisora", "tt-wan2.2-i2v-distill", "tt-wan2.2-i2v-lora",
+	"tt-wan2.2-i2v-lightning", "tt-ltx-2.3-distilled", "tt-minimax-h3-t2va"}
+
 // Service names (MODEL_SERVICE), as the Python ModelServices enum.
 const (
 	ServiceImage = "image"
 	ServiceAudio = "audio"
 	ServiceCNN   = "cnn"
+	ServiceVideo = "video"
 )
 
 // Device types (DEVICE), as the Python DeviceTypes enum.
@@ -40,6 +46,13 @@ var knownRunners = []string{
 	RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerMock,
 }
 
+func init() {
+	knownRunners = append(knownRunners[:len(knownRunners)-1:len(knownRunners)-1], append(videoRunners, RunnerMock)...)
+	for _, r := range videoRunners {
+		runnerService[r] = ServiceVideo
+	}
+}
+
 // runnerService is MODEL_SERVICE_RUNNER_MAP inverted; "mock" is in no service.
 var runnerService = map[string]string{
 	RunnerSDXL:        ServiceImage,
@@ -53,7 +66,7 @@ var runnerService = map[string]string{
 	RunnerYOLOv4:      ServiceCNN,
 }
 
-var knownServices = []string{ServiceImage, ServiceAudio, ServiceCNN}
+var knownServices = []string{ServiceImage, ServiceAudio, ServiceCNN, ServiceVideo}
 
 var knownDevices = []string{DeviceN150, DeviceN300, DeviceT3K, DeviceGalaxy}
 

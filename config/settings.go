@@ -120,6 +120,9 @@ type Settings struct {
 	EnableTelemetry    bool           // ENABLE_TELEMETRY, default true: false unmounts the metrics route
 	PrometheusEndpoint string         // PROMETHEUS_ENDPOINT, default "/metrics": the metrics route's path
 
+	// Video is the video service's job store, result files and encoder (config/video.go).
+	Video VideoSettings
+
 	// Audio.
 	MaxAudioDuration                  float64 // MAX_AUDIO_DURATION_SECONDS (60)
 	MaxAudioDurationWithPreprocessing float64 // MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS (300)
@@ -287,5 +290,6 @@ func (s *Settings) Redacted() map[string]any {
 		"SD_3_5_FAST":                                   s.SD35Fast,
 	}
 	s.headRedacted(m)
+	s.videoRedacted(m)
 	return m
 }

@@ -22,6 +22,18 @@ const (
 	RunnerVoVNet      = "tt-xla-vovnet"
 	RunnerMobileNetV2 = "tt-xla-mobilenetv2"
 	RunnerYOLOv4      = "tt-yolov4"
+	// Video models (HEAD's ModelRunners; MODEL_SERVICE=video).
+	RunnerWan22             = "tt-wan2.2"
+	RunnerWan22T2VProdia    = "tt-wan2.2-t2v-prodia"
+	RunnerWan22I2V          = "tt-wan2.2-i2v"
+	RunnerWan22I2VProdia    = "tt-wan2.2-i2v-prodia"
+	RunnerWan22I2VAniSora   = "tt-wan2.2-i2v-anisora"
+	RunnerWan22I2VDistill   = "tt-wan2.2-i2v-distill"
+	RunnerWan22I2VLoRA      = "tt-wan2.2-i2v-lora"
+	RunnerWan22I2VLightning = "tt-wan2.2-i2v-lightning"
+	RunnerMochi1            = "tt-mochi-1"
+	RunnerLTX23Distilled    = "tt-ltx-2.3-distilled"
+	RunnerMiniMaxH3T2VA     = "tt-minimax-h3-t2va"
 	// RunnerMock serves the API family named by MODEL_SERVICE (SDXL, Whisper or ResNet-50) with
 	// that family's simulated runner.
 	RunnerMock = "mock"
@@ -39,6 +51,8 @@ type Model struct {
 	// Guidance is an image model's default guidance_scale: what a request that does not set
 	// one gets (0 for models without guidance; see DefaultGuidance).
 	Guidance float64
+	// Video is a video model's request policy and output (nil for other services).
+	Video *VideoSpec
 	// Programs is the model's device-program contract: the programs it loads, by name
 	// (ttnn/programs/<name>.ttbsim on the simulator). Their tensor signatures, which both
 	// backends check a loaded program against, belong here too.
@@ -141,6 +155,37 @@ var catalogue = []Model{
 	cnnModel(RunnerVoVNet),
 	cnnModel(RunnerMobileNetV2),
 	cnnModel(RunnerYOLOv4),
+	videoModel(RunnerWan22, wanSpec(false, 0)),
+	videoModel(RunnerWan22T2VProdia, wanSpec(false, 0)),
+	videoModel(RunnerWan22I2V, wanSpec(true, 0)),
+	videoModel(RunnerWan22I2VProdia, wanSpec(true, 0)),
+	videoModel(RunnerWan22I2VAniSora, wanSpec(true, 8)),
+	videoModel(RunnerWan22I2VDistill, wanSpec(true, 4)),
+	videoModel(RunnerWan22I2VLoRA, wanSpec(true, 0)),
+	videoModel(RunnerWan22I2VLightning, wanSpec(true, 4)),
+	// Mochi: MochiPipelineConfig's 168 frames at 480x848 (HEAD dit_runners.py), 16 fps.
+	videoModel(RunnerMochi1, &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
+	// LTX-2.3 distilled: 145 frames of 1920x1088 at 24 fps (HEAD's LTX_* constants).
+	videoModel(RunnerLTX23Distilled, &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088}),
+	// MiniMax-H3 t2va: 768P at six aspect ratios, 4-15 s, 24 fps, always 50 steps
+	// (HEAD's tt_model_runners/minimax_h3_policy.py).
+	videoModel(RunnerMiniMaxH3T2VA, &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
+		AspectRatios:  [][2]int{{21, 9}, {16, 9}, {4, 3}, {1, 1}, {3, 4}, {9, 16}},
+		DefaultAspect: [2]int{16, 9}, Durations: []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, DefaultDuration: 5}),
+}
+
+// wanSpec is Wan2.2's output (81 frames at 16 fps; 832x480, 1280x720 on a Galaxy-class mesh:
+// HEAD's WAN22_*), image-conditioned or not, with the model's forced step count.
+func wanSpec(i2v bool, forced int) *VideoSpec {
+	return &VideoSpec{I2V: i2v, ForcedSteps: forced, FPS: 16, Frames: 81, Width: 832, Height: 480,
+		LargeWidth: 1280, LargeHeight: 720}
+}
+
+// videoModel is a video model: one denoising step is the unit of MOCK_STEP_SECONDS; its time
+// is Go sleeps (no simulator manifests for the video programs yet).
+func videoModel(name string, v *VideoSpec) Model {
+	return Model{Name: name, Service: ServiceVideo, Video: v,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true}}
 }
 
 // Default guidance scales: HEAD's ImageGenerateRequest default (5.0, SDXL's), and the TT
@@ -160,7 +205,8 @@ func DefaultGuidance(runner string) float64 {
 }
 
 // serviceDefault is the model MODEL_RUNNER=mock runs for each service.
-var serviceDefault = map[Service]string{ServiceImage: RunnerSDXL, ServiceAudio: RunnerWhisper, ServiceCNN: RunnerResNet}
+var serviceDefault = map[Service]string{ServiceImage: RunnerSDXL, ServiceAudio: RunnerWhisper, ServiceCNN: RunnerResNet,
+	ServiceVideo: RunnerWan22}
 
 // Models lists the catalogue, in the order above.
 func Models() []Model { return append([]Model(nil), catalogue...) }
@@ -208,6 +254,8 @@ func (m Model) MockLatency(s *config.Settings) time.Duration {
 		return s.MockAudioLatency
 	case ServiceCNN:
 		return s.MockImageLatency
+	case ServiceVideo:
+		return s.MockStepLatency
 	}
 	return 0
 }

@@ -33,7 +33,7 @@ func TestSimConfigFor(t *testing.T) {
 		scale    float64
 	}{
 		{"no settings", runners.RunnerSDXL, mesh(1, 1), nil, nil, 0},
-		{"unknown service", runners.RunnerMock, mesh(1, 1), processSettings(func(s *config.Settings) { s.ModelService = "video" }), nil, 0},
+		{"unknown service", runners.RunnerMock, mesh(1, 1), processSettings(func(s *config.Settings) { s.ModelService = "nonesuch" }), nil, 0},
 		{"in process: a submesh of the shared parent", runners.RunnerSDXL, mesh(1, 1), &config.Settings{WorkerIsolation: config.IsolationInProcess,
 			TraceRegionSize: config.DefaultTraceRegionSize, MockStepLatency: 2 * time.Millisecond}, &Config{
 			Opts: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, DeviceIDs: []int{3}, L1SmallSize: 32768, TraceRegionSize: 34541598,
