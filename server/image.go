@@ -285,7 +285,7 @@ func (s *Server) handleImage(c *gin.Context, in *request) {
 		s.fail(c, dialectPython, err)
 		return
 	}
-	s.answerPythonImages(c, req)
+	s.answerPythonImages(c, req, true)
 }
 
 // refuseUnusedFields refuses the fields the image model has no use for, rather than accept
@@ -362,9 +362,10 @@ func (s *Server) headSD35() bool {
 	return false
 }
 
-// answerPythonImages generates the request's images and answers HEAD's
-// {"images", "generation_time"}, or its error in the {"detail"} envelope.
-func (s *Server) answerPythonImages(c *gin.Context, req *imageRequest) {
+// answerPythonImages generates the request's images and answers HEAD's {"images",
+// "generation_time"} (timed: /generations) or {"images"} (HEAD's /image-to-image and /edits
+// send no time), or its error in the {"detail"} envelope.
+func (s *Server) answerPythonImages(c *gin.Context, req *imageRequest, timed bool) {
 	start := time.Now()
 	images, err := s.generateWith(c.Request.Context(), req, req.encoder())
 	if err != nil {
@@ -374,14 +375,23 @@ func (s *Server) answerPythonImages(c *gin.Context, req *imageRequest) {
 	if s.metrics != nil {
 		s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
 	}
+	if !timed {
+		writeJSON(c, http.StatusOK, imageInputResponse{Images: images})
+		return
+	}
 	writeJSON(c, http.StatusOK, imageGenerateResponse{Images: images, GenerationTime: math.Round(time.Since(start).Seconds()*100) / 100})
 }
 
-// imageGenerateResponse is HEAD's image answer: the images and the seconds they took
+// imageGenerateResponse is HEAD's /generations answer: the images and the seconds they took
 // (rounded to 2 decimals, as Python's round(t, 2)).
 type imageGenerateResponse struct {
 	Images         []string `json:"images"`
 	GenerationTime float64  `json:"generation_time"`
+}
+
+// imageInputResponse is HEAD's /image-to-image and /edits answer: the images only.
+type imageInputResponse struct {
+	Images []string `json:"images"`
 }
 
 // generateWith fans number_of_images out to parallel single-image jobs (seed+i when a seed is

@@ -3,7 +3,7 @@ package server
 // Image-to-image (MODEL_RUNNER=tt-sdxl-image-to-image, POST /v1/images/image-to-image) and
 // inpainting (tt-sdxl-edit, POST /v1/images/edits), in both dialects: HEAD's JSON
 // ImageToImageRequest / ImageEditRequest (base64 image and mask, strength) answered with
-// {"images", "generation_time"}, and OpenAI's multipart images/edits (image, mask, prompt, n,
+// {"images"} (as HEAD: only /generations carries generation_time), and OpenAI's multipart images/edits (image, mask, prompt, n,
 // size, response_format, ...) answered with ImagesResponse. The legacy /image/... twins speak
 // HEAD's dialect only.
 
@@ -157,7 +157,7 @@ func (s *Server) handleImageInput(route imageInputRoute) handlerFunc {
 			s.fail(c, dialectPython, err)
 			return
 		}
-		s.answerPythonImages(c, req)
+		s.answerPythonImages(c, req, false)
 	}
 }
 

@@ -142,7 +142,10 @@ func (c *renderCache) put(p renderParams, img *image.RGBA) {
 // The picture is a deterministic function of the request: the prompts set the palette, the
 // seed (mixed with the prompts) the composition, the number of steps how much residual noise
 // is left, and the guidance scale the saturation and contrast (0 is the model's default: 5.0,
-// SD3.5's 3.5). Both models honour prompt_2, negative_prompt_2, guidance_scale and a custom
+// SD3.5's 3.5). Every other value that changes a real output (steps, guidance, its rescale,
+// strength, the input image, crop, a custom schedule, a LoRA) also moves the composition's
+// details — its shapes shift, grow and bend — so any single change of a parameter gives a
+// picture a client tells apart (SSIM < 0.98, at full size and as a thumbnail). Both models honour prompt_2, negative_prompt_2, guidance_scale and a custom
 // schedule (timesteps or sigmas, not both); as in the Python runners, SD3.5 treats a missing
 // seed as 0 while SDXL draws a random seed when none is given.
 func New(model string, size int, lat simdev.Latency) runners.Runner {

@@ -161,11 +161,31 @@ func paintScene(p renderParams, n int) []float32 {
 		}
 	}
 	furrows := float32(20 + 60*lrng.Float64())
-	// Fine detail (guidance rescale, crop, custom schedules): a small jitter of the shapes.
+	// Everything that is neither a prompt nor the seed (steps, guidance, its rescale, strength,
+	// the input image, crop, custom schedules, LoRA) keeps the seed's composition but moves
+	// its details, as at the same seed a real model's output keeps its layout while its
+	// objects shift, grow and change shape: visible at any scale, not only in the grain.
+	jitter := func(scale float64) float32 { return float32(scale * (2*drng.Float64() - 1)) }
 	for i := range blobs {
-		blobs[i].cx += float32(0.01 * (drng.Float64() - 0.5))
-		blobs[i].cy += float32(0.01 * (drng.Float64() - 0.5))
+		blobs[i].cx += jitter(0.07)
+		blobs[i].cy += jitter(0.07)
+		f := 1 + jitter(0.25)
+		blobs[i].rx, blobs[i].ry, blobs[i].edge = blobs[i].rx*f, blobs[i].ry*(1+jitter(0.25)), blobs[i].edge*f
 	}
+	sun.cx += jitter(0.05)
+	sun.cy += jitter(0.03)
+	sun.rx *= 1 + jitter(0.2)
+	sun.ry, sun.edge = sun.rx, sun.rx*0.08
+	for k := range waves {
+		waves[k].phase += jitter(0.8)
+		waves[k].amp *= 1 + jitter(0.3)
+	}
+	horizon += jitter(0.03)
+	tilt += jitter(0.1)
+	for i := range towers {
+		towers[i].h *= 1 + jitter(0.3)
+	}
+	furrows *= 1 + jitter(0.2)
 
 	haloK := 1 / (2.25 * sun.rx * sun.rx)
 	inv := 1 / float32(n)
