@@ -60,7 +60,32 @@ func sdxlUNet(name string, latentChannels int) ttnn.ProgramSpec {
 		t("noise_pred", bf16, tile, 2, 4, 128, 128))}}
 }
 
-var all = []ttnn.ProgramSpec{
+// flux1 is a Flux.1 checkpoint's pipeline on a 2x4 mesh (T3K) at 1024x1024, batch 1 (no
+// classifier-free guidance): CLIP-L (pooled output only), T5-XXL of t5Len tokens, the
+// transformer step over the packed latents (4096 tokens of 64: 2x2 patches of 16x128x128) with
+// the rotary position ids — and the embedded guidance scale when guidance — and the VAE.
+func flux1(prefix string, t5Len int, guidance bool) []ttnn.ProgramSpec {
+	ins := in(t("hidden_states", bf16, tile, 1, 4096, 64), t("timestep", f32, rm, 1))
+	if guidance {
+		ins = append(ins, t("guidance", f32, rm, 1))
+	}
+	ins = append(ins, t("pooled_projections", bf16, tile, 1, 768), t("encoder_hidden_states", bf16, tile, 1, t5Len, 4096),
+		t("txt_ids", f32, rm, t5Len, 3), t("img_ids", f32, rm, 4096, 3))
+	return []ttnn.ProgramSpec{
+		{Name: prefix + "-text-encoder", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("encode", in(t("input_ids", i32, rm, 1, 77)), t("pooled_output", bf16, tile, 1, 768))}},
+		{Name: prefix + "-text-encoder-2", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("encode", in(t("input_ids", i32, rm, 1, t5Len)), t("hidden_states", bf16, tile, 1, t5Len, 4096))}},
+		{Name: prefix + "-transformer", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("forward", ins, t("sample", bf16, tile, 1, 4096, 64))}},
+		{Name: prefix + "-vae", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("decode", in(t("latents", bf16, tile, 1, 16, 128, 128)), t("image", bf16, tile, 1, 3, 1024, 1024))}},
+	}
+}
+
+var all = append(append(base, flux1("flux1-dev", 512, true)...), flux1("flux1-schnell", 256, false)...)
+
+var base = []ttnn.ProgramSpec{
 	// ResNet-50 (tt-xla-resnet and the other CNN names): a device batch of 16 224x224 images.
 	{Name: "resnet50", Mesh: m11, Batch: 16, Functions: []ttnn.FunctionSpec{
 		fn("forward", in(t("pixel_values", bf16, tile, 16, 3, 224, 224)), t("logits", f32, rm, 16, 1000))}},

@@ -1,6 +1,6 @@
 // Package pipeline holds the host-side text-to-image pipelines over device programs: diffusers'
-// StableDiffusionXLPipeline (Pipeline, over a Device) and StableDiffusion3Pipeline
-// (SD3Pipeline, over an SD3Device), text-to-image, one image per request, with the text
+// StableDiffusionXLPipeline (Pipeline, over a Device), StableDiffusion3Pipeline
+// (SD3Pipeline, over an SD3Device) and FluxPipeline (FluxPipeline, over a FluxDevice), text-to-image, one image per request, with the text
 // encoders, the denoiser step and the VAE decoder behind the device interface.
 //
 // Per request it tokenizes the prompts for both CLIP encoders, runs the encoders once over the
@@ -21,9 +21,17 @@
 // FlowMatchEulerDiscrete step (shift 3.0) with classifier-free guidance, and decodes
 // latents/1.5305+0.0609 with the VAE.
 //
+// Flux.1 (FluxPipeline, over a FluxDevice; FLUX.1-dev and FLUX.1-schnell) tokenizes the prompt
+// for CLIP-L (its pooled output only) and prompt_2 (default the prompt) for T5, runs both
+// encoders once, draws 16-channel latents from the seed and packs them into 2x2-patch tokens
+// with their image ids, makes FluxPipeline's schedule (sigmas linspace(1, 1/N, N), dev shifted
+// by exp(mu) with mu from the image sequence length, schnell unshifted), runs the transformer
+// once per step with timestep/1000 and — dev only — the embedded guidance scale (no
+// classifier-free guidance), then unpacks and decodes latents/0.3611+0.1159 with the VAE.
+//
 // Hooks see every finished step with a lazily computed estimate of the final latents (for
 // streamed previews). Each device interface has two implementations: one over the ttnn
-// bridge (TTNNDevice, TTNNSD3Device) with the simulator's program manifests (Programs,
-// SD3Programs; the denoiser step captured once as a trace and replayed), and, in tests, a fake
+// bridge (TTNNDevice, TTNNSD3Device, TTNNFluxDevice) with the simulator's program manifests
+// (Programs, SD3Programs, FluxPrograms; the denoiser step captured once as a trace and replayed), and, in tests, a fake
 // that records the calls.
 package pipeline
