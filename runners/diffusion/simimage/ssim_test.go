@@ -76,7 +76,7 @@ func ssim(a, b *image.RGBA) float64 {
 	}
 	ma, mb := blur(la), blur(lb)
 	saa, sbb, sab := blur(prod(la, la)), blur(prod(lb, lb)), blur(prod(la, lb))
-	c1, c2 := math.Pow(0.01*255, 2), math.Pow(0.03*255, 2)
+	c1, c2 := (0.01*255)*(0.01*255), (0.03*255)*(0.03*255)
 	total := 0.0
 	for i := range ma {
 		va, vb, cov := saa[i]-ma[i]*ma[i], sbb[i]-mb[i]*mb[i], sab[i]-ma[i]*mb[i]
