@@ -252,6 +252,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MaxQueuePerClient: int(r.MaxQueuePerClient),
 		MaxConnections:    int(r.MaxConnections),
 		ImageMemoryBudget: int64(r.ImageMemoryBudget),
+		LoRAMaxFileBytes:  int64(r.LoRAMaxFileBytes),
 		InferenceTimeout:  time.Duration(r.InferenceTimeout),
 
 		NumInferenceSteps: int(r.NumInferenceSteps),
@@ -380,6 +381,7 @@ func checkScalars(s *Settings) error {
 		{"MAX_QUEUE_PER_CLIENT", int64(s.MaxQueuePerClient), 0},
 		{"MAX_CONNECTIONS", int64(s.MaxConnections), 0},
 		{"IMAGE_MEMORY_BUDGET_BYTES", s.ImageMemoryBudget, 1 << 20},
+		{"LORA_MAX_FILE_BYTES", s.LoRAMaxFileBytes, 1},
 		{"TRACE_REGION_SIZE", int64(s.TraceRegionSize), 0},
 		{"MOCK_DEVICES_COUNT", int64(s.MockDevicesCount), map[bool]int64{true: 1, false: 0}[s.Mock]},
 		{"MAX_WORKER_RESTART_COUNT", int64(s.MaxWorkerRestarts), 0},

@@ -93,8 +93,10 @@ type Settings struct {
 	// decoding: pixels x bytes per pixel). An image that alone needs more is refused 413;
 	// others wait up to 10 s for room, then 429.
 	ImageMemoryBudget int64
-	ClientWeights     map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
-	InferenceTimeout  time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
+	// LoRAMaxFileBytes is LORA_MAX_FILE_BYTES (1 GiB): the largest LoRA file read (413 above).
+	LoRAMaxFileBytes int64
+	ClientWeights    map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
+	InferenceTimeout time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
 
 	// Image.
 	NumInferenceSteps int    // NUM_INFERENCE_STEPS, default 20
@@ -256,6 +258,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MAX_QUEUE_PER_CLIENT":              s.MaxQueuePerClient,
 		"MAX_CONNECTIONS":                   s.MaxConnections,
 		"IMAGE_MEMORY_BUDGET_BYTES":         s.ImageMemoryBudget,
+		"LORA_MAX_FILE_BYTES":               s.LoRAMaxFileBytes,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": s.InferenceTimeout.Seconds(),
 		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"image"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 )
 
 // maxPromptChars bounds prompts. The text encoders see at most 77 CLIP tokens (T5: 256 for
@@ -234,7 +236,7 @@ func (r *imageRequest) checkLoRAFields() error {
 // traversal, no Hub ids), the file parsed and matched against SDXL's modules (cached by file
 // identity), so a bad adapter is a 400 naming it and never reaches a worker. The request then
 // carries the file's real path.
-func (s *Server) resolveLoRA(r *runners.ImageRequest) error {
+func (s *Server) resolveLoRA(ctx context.Context, r *runners.ImageRequest) error {
 	if r.LoRAPath == "" {
 		return nil
 	}
@@ -244,9 +246,15 @@ func (s *Server) resolveLoRA(r *runners.ImageRequest) error {
 	if s.cfg.DeviceBackend == config.BackendMetal && !s.cfg.Mock {
 		return httpErr(http.StatusBadRequest, "lora_path is not supported on DEVICE_BACKEND=metal: the compiled SDXL programs have no LoRA weight update yet (docs/DEVICE-PROGRAMS.md)")
 	}
-	a, err := s.loras.Load(s.cfg.LoRARoot, r.LoRAPath)
+	a, err := s.loras.Load(ctx, s.cfg.LoRARoot, r.LoRAPath)
 	if err != nil {
-		return httpErr(http.StatusBadRequest, "lora_path %q: %v", shorten(r.LoRAPath), err)
+		e := httpErr(http.StatusBadRequest, "lora_path %q: %v", shorten(r.LoRAPath), err)
+		if ae, ok := errors.AsType[*apiError](err); ok { // IMAGE_MEMORY_BUDGET_BYTES: 413, or 429 after a wait
+			e.status, e.retryAfter = ae.status, ae.retryAfter
+		} else if errors.Is(err, lora.ErrTooLarge) {
+			e.status = http.StatusRequestEntityTooLarge
+		}
+		return e
 	}
 	r.LoRAPath = a.Path
 	return nil
@@ -281,7 +289,7 @@ func (s *Server) handleImage(c *gin.Context, in *request) {
 		s.fail(c, dialectPython, err)
 		return
 	}
-	if err := s.resolveLoRA(&req.ImageRequest); err != nil {
+	if err := s.resolveLoRA(c.Request.Context(), &req.ImageRequest); err != nil {
 		s.fail(c, dialectPython, err)
 		return
 	}

@@ -153,7 +153,7 @@ func (s *Server) handleImageInput(route imageInputRoute) handlerFunc {
 			return
 		}
 		defer release()
-		if err := s.resolveLoRA(&req.ImageRequest); err != nil {
+		if err := s.resolveLoRA(c.Request.Context(), &req.ImageRequest); err != nil {
 			s.fail(c, dialectPython, err)
 			return
 		}

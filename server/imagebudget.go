@@ -8,13 +8,18 @@ import (
 	"time"
 )
 
-// memBudget shares IMAGE_MEMORY_BUDGET_BYTES among the image uploads in flight: each reserves
-// the memory its decode will hold (imaging.DecodeCost, from the header) before any pixel is
-// decoded, and keeps it until its request is answered, since the decoded image waits in the
-// queue and runs on the device. So a flood of decompression bombs, or of big photos, holds at
-// most the budget in pixels, whatever the queue size.
+// memBudget shares a memory budget among the requests in flight. IMAGE_MEMORY_BUDGET_BYTES:
+// each image upload reserves the memory its decode will hold (imaging.DecodeCost, from the
+// header) before any pixel is decoded, and keeps it until its request is answered, since the
+// decoded image waits in the queue and runs on the device; LoRA checks reserve their header
+// parse and factor scan from it too (lora.Budget). AUDIO_MEMORY_BUDGET_BYTES: each audio
+// upload reserves its decode's samples (estimated from the container's frame count). So a
+// flood of decompression bombs, or of big photos, holds at most the budget, whatever the
+// queue size.
 type memBudget struct {
 	total int64
+	// setting names the budget in refusals; what says what takes it.
+	setting, what string
 
 	mu      sync.Mutex
 	used    int64
@@ -27,11 +32,19 @@ const defaultImageMemoryBudget = 512 << 20
 // imageBudgetWait is how long an upload waits for room in the budget before a 429.
 const imageBudgetWait = 10 * time.Second
 
-func newMemBudget(total int64) *memBudget {
+func newMemBudget(total int64, setting, what string) *memBudget {
 	if total <= 0 {
 		total = defaultImageMemoryBudget
 	}
-	return &memBudget{total: total, changed: make(chan struct{})}
+	return &memBudget{total: total, setting: setting, what: what, changed: make(chan struct{})}
+}
+
+// Acquire is acquire with its own size check: n over the whole budget is a 413 naming it.
+func (b *memBudget) Acquire(ctx context.Context, n int64) (release func(), err error) {
+	if n > b.total {
+		return nil, httpErr(http.StatusRequestEntityTooLarge, "this needs %d MiB of memory, over %s (%d MiB)", (n+1<<20-1)>>20, b.setting, b.total>>20)
+	}
+	return b.acquire(ctx, n)
 }
 
 // acquire reserves n bytes, waiting until they fit, ctx ends or imageBudgetWait passes. The
@@ -59,7 +72,7 @@ func (b *memBudget) acquire(ctx context.Context, n int64) (release func(), err e
 			return nil, context.Cause(ctx)
 		case <-timeout:
 			return nil, &apiError{status: http.StatusTooManyRequests, retryAfter: time.Second,
-				msg: "IMAGE_MEMORY_BUDGET_BYTES is taken by the images of other requests in flight; try again shortly"}
+				msg: b.setting + " is taken by the " + b.what + " of other requests in flight; try again shortly"}
 		}
 	}
 }

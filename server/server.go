@@ -89,7 +89,7 @@ type Deps struct {
 // Server holds the HTTP handlers.
 type Server struct {
 	cfg     *config.Settings
-	loras   *lora.Cache // LoRA adapters checked before queueing (LORA_ROOT; results only, no tensor data)
+	loras   *lora.Cache // LoRA adapters checked before queueing (LORA_ROOT; headers only, no tensor data)
 	pools   []Pool
 	byName  map[runners.Service]*Pool
 	log     *slog.Logger
@@ -118,7 +118,6 @@ func New(d Deps) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		loras:   lora.NewCheckCache(16),
 		cfg:     d.Settings,
 		pools:   d.Pools,
 		byName:  map[runners.Service]*Pool{},
@@ -128,7 +127,8 @@ func New(d Deps) *Server {
 		metrics: d.Metrics,
 		idem:    newIdempotencyStore(),
 	}
-	s.imageMem = newMemBudget(d.Settings.ImageMemoryBudget)
+	s.imageMem = newMemBudget(d.Settings.ImageMemoryBudget, "IMAGE_MEMORY_BUDGET_BYTES", "images and LoRA checks")
+	s.loras = lora.NewCache(lora.Options{Entries: 16, Check: true, MaxFileBytes: d.Settings.LoRAMaxFileBytes, Budget: s.imageMem})
 	if d.Settings.AudioLanguage != "" {
 		code, err := tokenizer.NormalizeLanguage(d.Settings.AudioLanguage)
 		if err != nil {

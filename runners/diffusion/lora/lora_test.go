@@ -1,15 +1,20 @@
 package lora
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -221,34 +226,278 @@ func TestResolve(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
+	ctx := context.Background()
 	root := t.TempDir()
 	p := filepath.Join(root, "a.safetensors")
 	require.NoError(t, os.WriteFile(p, build(t, good()), 0o600))
-	c := NewCache(1)
-	a1, err := c.Load(root, "a.safetensors")
+	c := NewCache(Options{Entries: 1})
+	a1, err := c.Load(ctx, root, "a.safetensors")
 	require.NoError(t, err)
-	a2, err := c.Load(root, "a.safetensors")
+	a2, err := c.Load(ctx, root, "a.safetensors")
 	require.NoError(t, err)
 	require.Same(t, a1, a2)
+	require.EqualValues(t, 1, c.reads.Load())
 	require.NoError(t, os.WriteFile(p, []byte("corrupt"), 0o600))
-	_, err = c.Load(root, "a.safetensors")
+	_, err = c.Load(ctx, root, "a.safetensors")
 	require.True(t, errors.Is(err, ErrInvalid), "a changed file is read again: %v", err)
+	// The old adapter's factors are not read from the new file.
+	for _, err := range a1.Factors() {
+		require.ErrorContains(t, err, "changed since it was checked")
+	}
 
-	// A check cache keeps the verdict, not the tensors; non-finite factors are refused there.
+	// A check cache streams the factors once and refuses non-finite ones.
 	require.NoError(t, os.WriteFile(p, build(t, good()), 0o600))
-	chk := NewCheckCache(1)
-	a, err := chk.Load(root, "a.safetensors")
+	chk := NewCache(Options{Check: true})
+	a, err := chk.Load(ctx, root, "a.safetensors")
 	require.NoError(t, err)
 	require.Len(t, a.Layers, 2)
-	for _, l := range a.Layers {
-		require.Nil(t, l.Down.data)
-		require.Nil(t, l.Up.data)
-	}
 	ts := good()
 	ts[1].dtype, ts[1].vals[0] = "F32", float32(math.NaN())
 	require.NoError(t, os.WriteFile(filepath.Join(root, "nan.safetensors"), build(t, ts), 0o600))
-	_, err = chk.Load(root, "nan.safetensors")
+	_, err = chk.Load(ctx, root, "nan.safetensors")
 	require.ErrorIs(t, err, ErrInvalid)
+	_, err = NewCache(Options{}).Load(ctx, root, "nan.safetensors")
+	require.NoError(t, err, "a cache without Check leaves the values to Factors")
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r    io.ReaderAt
+	read atomic.Int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// sparse is a file of size bytes: head, then zeros.
+type sparse struct {
+	head []byte
+	size int64
+}
+
+func (s sparse) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), s.size-off))
+	clear(p[:n])
+	if off < int64(len(s.head)) {
+		copy(p[:n], s.head[off:])
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// TestBadHeadersReadNoData: a file whose header is bad is refused after reading at most its
+// 8-byte length and its header, whatever its size; no memory is reserved for a length that
+// does not fit.
+func TestBadHeadersReadNoData(t *testing.T) {
+	valid := build(t, good())
+	hdrLen := int64(binary.LittleEndian.Uint64(valid))
+	withHeader := func(h string, dataLen int64) sparse {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+		return sparse{append(b, h...), 8 + int64(len(h)) + dataLen}
+	}
+	lengthOnly := func(n uint64, size int64) sparse { return sparse{binary.LittleEndian.AppendUint64(nil, n), size} }
+	const big = 1 << 30
+	for _, c := range []struct {
+		name    string
+		b       sparse
+		msg     string
+		maxRead int64
+	}{
+		{"length too large for the file", lengthOnly(big, 1000), "does not fit", 8},
+		{"length over the header limit", lengthOnly(maxHeaderBytes+1, big), "over the", 8},
+		{"zeros", sparse{size: big}, "header length 0", 8},
+		{"truncated length", sparse{[]byte{1, 2, 3}, 3}, "shorter than the 8-byte", 0},
+		{"truncated header", sparse{valid[:8+hdrLen-5], 8 + hdrLen - 5}, "does not fit", 8},
+		{"bad JSON", withHeader(`{"a": [1, 2`, big), "not a JSON object", 8 + 11},
+		{"not an object", withHeader(`[1, 2, 3]`, big), "not a JSON object", 8 + 9},
+		{"offsets outside the file", withHeader(`{"`+q+`.lora_down.weight": {"dtype": "F16", "shape": [2, 640], "data_offsets": [0, 2560000]}}`, 2560), "data section", -1},
+		{"offsets not the shape's", withHeader(`{"`+q+`.lora_down.weight": {"dtype": "F16", "shape": [2, 640], "data_offsets": [0, 2]}}`, big), "data section", -1},
+		{"negative offset", withHeader(`{"`+q+`.lora_down.weight": {"dtype": "F16", "shape": [1], "data_offsets": [-2, 0]}}`, big), "data section", -1},
+		{"huge shape", withHeader(`{"`+q+`.lora_down.weight": {"dtype": "F16", "shape": [65536, 65536], "data_offsets": [0, 2]}}`, big), "shape", -1},
+		{"unknown field", withHeader(`{"x": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2], "extra": 1}}`, big), "unknown field", -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &countingReader{r: c.b}
+			var reserved []int64
+			_, err := parse(r, c.b.size, "x.safetensors", parseLimits{maxFile: math.MaxInt64,
+				reserve: func(n int64) (func(), error) { reserved = append(reserved, n); return func() {}, nil }})
+			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorContains(t, err, "x.safetensors")
+			require.ErrorContains(t, err, c.msg)
+			limit := c.maxRead
+			if limit < 0 { // a header that was read whole
+				limit = 8 + int64(binary.LittleEndian.Uint64(c.b.head))
+			}
+			require.LessOrEqual(t, r.read.Load(), limit, "bytes read")
+			if limit <= 8 {
+				require.Empty(t, reserved, "nothing reserved before the length is valid")
+			} else {
+				require.Equal(t, []int64{headerCost(limit - 8)}, reserved)
+			}
+		})
+	}
+}
+
+// TestMaxFileBytes: a file over the limit is refused from its size, unread.
+func TestMaxFileBytes(t *testing.T) {
+	root := t.TempDir()
+	b := build(t, good())
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.safetensors"), b, 0o600))
+	_, err := NewCache(Options{MaxFileBytes: int64(len(b) - 1)}).Load(context.Background(), root, "a.safetensors")
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.ErrorContains(t, err, "LORA_MAX_FILE_BYTES")
+	_, err = NewCache(Options{MaxFileBytes: int64(len(b))}).Load(context.Background(), root, "a.safetensors")
+	require.NoError(t, err)
+}
+
+// TestConcurrentLoadsShareOneRead: callers asking for one file while it is being read wait for
+// that read; the file is read once.
+func TestConcurrentLoadsShareOneRead(t *testing.T) {
+	for _, name := range []string{"good.safetensors", "zeros.safetensors"} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(root, "good.safetensors"), build(t, good()), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "zeros.safetensors"), make([]byte, 4096), 0o600))
+			c := NewCache(Options{Check: true})
+			started, proceed := make(chan struct{}, 8), make(chan struct{})
+			c.beforeRead = func() {
+				started <- struct{}{}
+				<-proceed
+			}
+			const callers = 8
+			type res struct {
+				a   *Adapter
+				err error
+			}
+			out := make(chan res, callers)
+			var joined sync.WaitGroup
+			joined.Add(callers)
+			for range callers {
+				go func() {
+					joined.Done()
+					a, err := c.Load(context.Background(), root, name)
+					out <- res{a, err}
+				}()
+			}
+			<-started // one read is under way, held
+			joined.Wait()
+			close(proceed) // a second read (no sharing) would pass the hook too and be counted
+			var first res
+			for i := range callers {
+				r := <-out
+				if i == 0 {
+					first = r
+				}
+				require.Same(t, first.a, r.a)
+				require.Equal(t, first.err == nil, r.err == nil)
+			}
+			require.EqualValues(t, 1, c.reads.Load(), "one read for %d callers", callers)
+			if name == "zeros.safetensors" {
+				require.ErrorIs(t, first.err, ErrInvalid)
+			}
+		})
+	}
+}
+
+// TestFailureMemo: a bad file's error is answered from memory until FailFor passes or the file
+// changes; a refused budget is not remembered.
+func TestFailureMemo(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := filepath.Join(root, "bad.safetensors")
+	require.NoError(t, os.WriteFile(p, make([]byte, 4096), 0o600))
+	now := time.Unix(1e9, 0)
+	c := NewCache(Options{FailFor: time.Minute})
+	c.now = func() time.Time { return now }
+	for range 3 {
+		_, err := c.Load(ctx, root, "bad.safetensors")
+		require.ErrorIs(t, err, ErrInvalid)
+	}
+	require.EqualValues(t, 1, c.reads.Load())
+	now = now.Add(time.Minute)
+	_, err := c.Load(ctx, root, "bad.safetensors")
+	require.ErrorIs(t, err, ErrInvalid)
+	require.EqualValues(t, 2, c.reads.Load(), "read again once the memo expires")
+	require.NoError(t, os.WriteFile(p, build(t, good()), 0o600))
+	_, err = c.Load(ctx, root, "bad.safetensors")
+	require.NoError(t, err, "a fixed file is read again")
+	require.EqualValues(t, 3, c.reads.Load())
+
+	busy := errors.New("budget busy")
+	b := NewCache(Options{Budget: budgetFunc(func(context.Context, int64) (func(), error) { return nil, busy })})
+	for range 2 {
+		_, err = b.Load(ctx, root, "bad.safetensors")
+		require.ErrorIs(t, err, busy)
+	}
+	require.EqualValues(t, 2, b.reads.Load(), "a full budget is not the file's fault")
+}
+
+type budgetFunc func(context.Context, int64) (func(), error)
+
+func (f budgetFunc) Acquire(ctx context.Context, n int64) (func(), error) { return f(ctx, n) }
+
+// TestCacheByteBound: the cache keeps adapters within MaxBytes, evicting the least recently
+// used; an adapter over the bound is used but not kept.
+func TestCacheByteBound(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, n+".safetensors"), build(t, good()), 0o600))
+	}
+	a, err := Parse(build(t, good()), "x")
+	require.NoError(t, err)
+	one := a.memBytes()
+	c := NewCache(Options{Entries: 10, MaxBytes: 2 * one})
+	load := func(n string) {
+		_, err := c.Load(ctx, root, n+".safetensors")
+		require.NoError(t, err)
+	}
+	load("a")
+	load("b")
+	load("a") // a is now the most recent
+	require.EqualValues(t, 2, c.reads.Load())
+	load("c") // evicts b
+	require.EqualValues(t, 3, c.reads.Load())
+	require.LessOrEqual(t, c.bytes, 2*one)
+	load("a")
+	require.EqualValues(t, 3, c.reads.Load(), "a was kept")
+	load("b")
+	require.EqualValues(t, 4, c.reads.Load(), "b was evicted")
+
+	small := NewCache(Options{MaxBytes: one - 1})
+	_, err = small.Load(ctx, root, "a.safetensors")
+	require.NoError(t, err)
+	require.Empty(t, small.entries, "over the bound: used, not kept")
+}
+
+// TestBudgetReservations: a checking load reserves the header's parse memory and then the
+// streaming memory of its largest factor, and releases both.
+func TestBudgetReservations(t *testing.T) {
+	root := t.TempDir()
+	b := build(t, good())
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.safetensors"), b, 0o600))
+	var held, peak int64
+	var got []int64
+	budget := budgetFunc(func(_ context.Context, n int64) (func(), error) {
+		got = append(got, n)
+		held += n
+		peak = max(peak, held)
+		return func() { held -= n }, nil
+	})
+	a, err := NewCache(Options{Check: true, Budget: budget}).Load(context.Background(), root, "a.safetensors")
+	require.NoError(t, err)
+	hdr := int64(binary.LittleEndian.Uint64(b))
+	require.Equal(t, []int64{headerCost(hdr), 5 * 5120 * 4}, got, "header, then the largest factor (5120 F32)")
+	require.Equal(t, a.scanCost(), got[1])
+	require.Zero(t, held, "released")
 }
 
 // TestFixtureScript parses what scripts/gen-lora-fixture.py writes (both layouts).

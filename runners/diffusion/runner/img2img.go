@@ -96,7 +96,7 @@ func (r *Runner) applyLoRA(ctx context.Context, req *runners.ImageRequest) error
 	if !(req.LoRAScale >= 0 && req.LoRAScale <= 2) {
 		return fmt.Errorf("%w: lora_scale %v outside [0, 2]", runners.ErrBadRequest, req.LoRAScale)
 	}
-	a, err := r.loras.Load(r.cfg.LoRARoot, req.LoRAPath)
+	a, err := r.loras.Load(ctx, r.cfg.LoRARoot, req.LoRAPath)
 	if err != nil {
 		return fmt.Errorf("%w: %w", runners.ErrBadRequest, err)
 	}

@@ -132,6 +132,8 @@ type Config struct {
 	DefaultSteps int
 	// LoRARoot is LORA_ROOT: the directory LoRA adapters are read from ("" = LoRA off).
 	LoRARoot string
+	// LoRAMaxFileBytes is LORA_MAX_FILE_BYTES (0: lora.DefaultMaxFileBytes).
+	LoRAMaxFileBytes int64
 	// Logger may be nil.
 	Logger *slog.Logger
 }
@@ -227,7 +229,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Model == SD35 && tok.t5 == nil {
 		log.Warn("SD3.5 without a T5 tokenizer: T5 embeddings are zeros", "weights", cfg.WeightsDir)
 	}
-	return &Runner{cfg: cfg, tok: tok, log: log, loras: lora.NewCache(2)}, nil
+	return &Runner{cfg: cfg, tok: tok, log: log, loras: lora.NewCache(lora.Options{MaxFileBytes: cfg.LoRAMaxFileBytes})}, nil
 }
 
 // Warmup opens the device, loads the programs (capturing the denoiser trace) and runs the
@@ -622,7 +624,7 @@ func (r *Runner) backend() string {
 func configFor(m Model, spec runners.WorkerSpec) Config {
 	s := spec.Settings
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot,
+	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot, LoRAMaxFileBytes: s.LoRAMaxFileBytes,
 		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
 	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
 	c.Device.SimLatencyScale = ttnn.SimScale(m.catalogued().MockLatency(s).Seconds(), m.catalogued().Sim.PipelineUnit())

@@ -55,6 +55,7 @@ func Factory(model string) runners.Factory {
 		r.dev.Cfg = simdev.ConfigFor(model, spec)
 		if spec.Settings != nil {
 			r.loraRoot = spec.Settings.LoRARoot
+			r.loras = lora.NewCache(lora.Options{MaxFileBytes: spec.Settings.LoRAMaxFileBytes})
 		}
 		return r, nil
 	}
@@ -167,7 +168,7 @@ func newImage(model string, size int, lat simdev.Latency) *imageRunner {
 		lat:          lat,
 		defaultSteps: defaultSteps,
 		randomSeed:   rand.Int64,
-		loras:        lora.NewCache(2),
+		loras:        lora.NewCache(lora.Options{}),
 	}
 }
 
@@ -243,7 +244,7 @@ func (r *imageRunner) generate(ctx context.Context, req *runners.ImageRequest, t
 	if err != nil {
 		return nil, err
 	}
-	if err := r.applyLoRA(req, &p); err != nil {
+	if err := r.applyLoRA(ctx, req, &p); err != nil {
 		return nil, err
 	}
 	if work != nil {

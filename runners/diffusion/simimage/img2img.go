@@ -93,7 +93,7 @@ func (w *imageWork) blend(out *image.RGBA) {
 
 // applyLoRA checks the request's adapter (the real parser, under LORA_ROOT) and marks the
 // picture with it and its scale, as fused weights would change the image.
-func (r *imageRunner) applyLoRA(req *runners.ImageRequest, p *renderParams) error {
+func (r *imageRunner) applyLoRA(ctx context.Context, req *runners.ImageRequest, p *renderParams) error {
 	if req.LoRAPath == "" {
 		return nil
 	}
@@ -103,7 +103,7 @@ func (r *imageRunner) applyLoRA(req *runners.ImageRequest, p *renderParams) erro
 	if !(req.LoRAScale >= 0 && req.LoRAScale <= 2) {
 		return &simdev.BadRequest{Msg: fmt.Sprintf("lora_scale %v outside [0, 2]", req.LoRAScale)}
 	}
-	a, err := r.loras.Load(r.loraRoot, req.LoRAPath)
+	a, err := r.loras.Load(ctx, r.loraRoot, req.LoRAPath)
 	if err != nil {
 		return &simdev.BadRequest{Msg: err.Error()}
 	}
