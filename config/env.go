@@ -56,6 +56,7 @@ type rawEnv struct {
 	MaxQueuePerClient envInt     `envconfig:"MAX_QUEUE_PER_CLIENT" default:"0"`
 	MaxConnections    envInt     `envconfig:"MAX_CONNECTIONS" default:"2048"`
 	ImageMemoryBudget envInt     `envconfig:"IMAGE_MEMORY_BUDGET_BYTES" default:"536870912"`
+	AudioMemoryBudget envInt     `envconfig:"AUDIO_MEMORY_BUDGET_BYTES" default:"536870912"`
 	LoRAMaxFileBytes  envInt     `envconfig:"LORA_MAX_FILE_BYTES" default:"1073741824"`
 	ClientWeights     string     `envconfig:"CLIENT_WEIGHTS"`
 	ModelPools        string     `envconfig:"MODEL_POOLS"`

@@ -253,6 +253,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MaxConnections:    int(r.MaxConnections),
 		ImageMemoryBudget: int64(r.ImageMemoryBudget),
 		LoRAMaxFileBytes:  int64(r.LoRAMaxFileBytes),
+		AudioMemoryBudget: int64(r.AudioMemoryBudget),
 		InferenceTimeout:  time.Duration(r.InferenceTimeout),
 
 		NumInferenceSteps: int(r.NumInferenceSteps),
@@ -382,6 +383,7 @@ func checkScalars(s *Settings) error {
 		{"MAX_CONNECTIONS", int64(s.MaxConnections), 0},
 		{"IMAGE_MEMORY_BUDGET_BYTES", s.ImageMemoryBudget, 1 << 20},
 		{"LORA_MAX_FILE_BYTES", s.LoRAMaxFileBytes, 1},
+		{"AUDIO_MEMORY_BUDGET_BYTES", s.AudioMemoryBudget, 1 << 20},
 		{"TRACE_REGION_SIZE", int64(s.TraceRegionSize), 0},
 		{"MOCK_DEVICES_COUNT", int64(s.MockDevicesCount), map[bool]int64{true: 1, false: 0}[s.Mock]},
 		{"MAX_WORKER_RESTART_COUNT", int64(s.MaxWorkerRestarts), 0},

@@ -93,6 +93,12 @@ type Settings struct {
 	// decoding: pixels x bytes per pixel). An image that alone needs more is refused 413;
 	// others wait up to 10 s for room, then 429.
 	ImageMemoryBudget int64
+	// AudioMemoryBudget is AUDIO_MEMORY_BUDGET_BYTES (512 MiB): the memory that decoding the
+	// audio uploads in flight may take (each estimated from its container's frame count before
+	// its samples are decoded, then the samples it keeps until answered; a decode stops if its
+	// reservation cannot grow). An upload that alone needs more is refused 413; others wait up
+	// to 10 s for room, then 429.
+	AudioMemoryBudget int64
 	// LoRAMaxFileBytes is LORA_MAX_FILE_BYTES (1 GiB): the largest LoRA file read (413 above).
 	LoRAMaxFileBytes int64
 	ClientWeights    map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
@@ -259,6 +265,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MAX_CONNECTIONS":                   s.MaxConnections,
 		"IMAGE_MEMORY_BUDGET_BYTES":         s.ImageMemoryBudget,
 		"LORA_MAX_FILE_BYTES":               s.LoRAMaxFileBytes,
+		"AUDIO_MEMORY_BUDGET_BYTES":         s.AudioMemoryBudget,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": s.InferenceTimeout.Seconds(),
 		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,

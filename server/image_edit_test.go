@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -184,4 +185,37 @@ func TestResolveLoRAMetal(t *testing.T) {
 			require.Nil(t, f.last, "nothing was queued")
 		})
 	}
+}
+
+// TestResolveLoRALimits: a LoRA file over LORA_MAX_FILE_BYTES, or whose check needs more than
+// IMAGE_MEMORY_BUDGET_BYTES (here a 300 KB header, checked before it is read), is 413 naming
+// the setting; a file of zeros is 400; nothing is queued.
+func TestResolveLoRALimits(t *testing.T) {
+	root := t.TempDir()
+	bigHeader := binary.LittleEndian.AppendUint64(nil, 300<<10)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "big-header.safetensors"), append(bigHeader, make([]byte, 300<<10)...), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "zeros.safetensors"), make([]byte, 1<<20), 0o600))
+	for _, tc := range []struct {
+		file   string
+		status int
+		want   string
+	}{
+		{"big-header.safetensors", http.StatusRequestEntityTooLarge, "IMAGE_MEMORY_BUDGET_BYTES"},
+		{"zeros.safetensors", http.StatusBadRequest, "header length 0"},
+	} {
+		s, f := imageInputServer(t, runners.RunnerSDXL, root)
+		s.imageMem.total = 1 << 20
+		w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "`+tc.file+`"}`))
+		require.Equal(t, tc.status, w.Code, w.Body.String())
+		require.Contains(t, w.Body.String(), tc.want)
+		require.Nil(t, f.last, "nothing was queued")
+	}
+	f := &fakeSched{ready: true}
+	cfg := testSettings()
+	cfg.ModelRunner, cfg.LoRARoot, cfg.LoRAMaxFileBytes = runners.RunnerSDXL, root, 1000
+	s := New(Deps{Settings: cfg, Pools: []Pool{{Service: runners.ServiceImage, Runner: runners.RunnerSDXL, Sched: f}}, Sched: f})
+	w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "zeros.safetensors"}`))
+	require.Equal(t, http.StatusRequestEntityTooLarge, w.Code, w.Body.String())
+	require.Contains(t, w.Body.String(), "LORA_MAX_FILE_BYTES")
+	require.Nil(t, f.last, "nothing was queued")
 }

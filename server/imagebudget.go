@@ -20,6 +20,9 @@ type memBudget struct {
 	total int64
 	// setting names the budget in refusals; what says what takes it.
 	setting, what string
+	// wait is how long a reservation waits for room before a 429 (imageBudgetWait; tests
+	// shorten it).
+	wait time.Duration
 
 	mu      sync.Mutex
 	used    int64
@@ -36,7 +39,7 @@ func newMemBudget(total int64, setting, what string) *memBudget {
 	if total <= 0 {
 		total = defaultImageMemoryBudget
 	}
-	return &memBudget{total: total, setting: setting, what: what, changed: make(chan struct{})}
+	return &memBudget{total: total, setting: setting, what: what, wait: imageBudgetWait, changed: make(chan struct{})}
 }
 
 // Acquire is acquire with its own size check: n over the whole budget is a 413 naming it.
@@ -47,7 +50,7 @@ func (b *memBudget) Acquire(ctx context.Context, n int64) (release func(), err e
 	return b.acquire(ctx, n)
 }
 
-// acquire reserves n bytes, waiting until they fit, ctx ends or imageBudgetWait passes. The
+// acquire reserves n bytes, waiting until they fit, ctx ends or b.wait passes. The
 // caller checks n <= total first; release gives the bytes back.
 func (b *memBudget) acquire(ctx context.Context, n int64) (release func(), err error) {
 	var timeout <-chan time.Time
@@ -62,7 +65,7 @@ func (b *memBudget) acquire(ctx context.Context, n int64) (release func(), err e
 		changed := b.changed
 		b.mu.Unlock()
 		if timeout == nil {
-			t := time.NewTimer(imageBudgetWait)
+			t := time.NewTimer(b.wait)
 			defer t.Stop()
 			timeout = t.C
 		}

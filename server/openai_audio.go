@@ -198,8 +198,9 @@ func (s *Server) handleOpenAIAudio(models *modelTable, task string) handlerFunc 
 			s.fail(c, dialectOpenAI, err)
 			return
 		}
-		ar, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream,
+		ar, release, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream,
 			preprocessing: req.preprocessing, askedPreprocessing: req.preprocessingBy})
+		defer release()
 		if err != nil {
 			s.fail(c, dialectOpenAI, err)
 			return

@@ -102,6 +102,8 @@ type Server struct {
 	conns   connTracker
 	// imageMem is IMAGE_MEMORY_BUDGET_BYTES, shared by the image uploads in flight.
 	imageMem *memBudget
+	// audioMem is AUDIO_MEMORY_BUDGET_BYTES, shared by the audio decodes in flight.
+	audioMem *memBudget
 	// audioLanguage is AUDIO_LANGUAGE as a Whisper language code: the language of Python-dialect
 	// transcriptions ("" = detect, when the setting names no known language; cmd checks it).
 	audioLanguage string
@@ -128,6 +130,7 @@ func New(d Deps) *Server {
 		idem:    newIdempotencyStore(),
 	}
 	s.imageMem = newMemBudget(d.Settings.ImageMemoryBudget, "IMAGE_MEMORY_BUDGET_BYTES", "images and LoRA checks")
+	s.audioMem = newMemBudget(d.Settings.AudioMemoryBudget, "AUDIO_MEMORY_BUDGET_BYTES", "audio decodes")
 	s.loras = lora.NewCache(lora.Options{Entries: 16, Check: true, MaxFileBytes: d.Settings.LoRAMaxFileBytes, Budget: s.imageMem})
 	if d.Settings.AudioLanguage != "" {
 		code, err := tokenizer.NormalizeLanguage(d.Settings.AudioLanguage)

@@ -47,6 +47,14 @@ const (
 type Limits struct {
 	MaxBytes    int64   // encoded input size cap (MAX_AUDIO_SIZE_BYTES) → ErrTooLarge
 	MaxDuration float64 // seconds (MAX_AUDIO_DURATION_SECONDS) → ErrTooLong (reject, do not truncate)
+	// Reserve, when set, is asked for the decode's memory (DecodeCost) before samples are
+	// decoded: with the estimate from the frame count the container states, and for more as a
+	// decode passes what it reserved (a container that states no length). An error stops the
+	// decode and comes back wrapped in *ReserveError (AUDIO_MEMORY_BUDGET_BYTES: the server's
+	// budget waits for room, or refuses).
+	Reserve func(n int64) error
+
+	meter *meter // Decode's, from Reserve
 }
 
 // Decoded is audio ready for a model.
@@ -90,6 +98,9 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 	format, err := Sniff(data)
 	if err != nil {
 		return nil, err
+	}
+	if lim.Reserve != nil {
+		lim.meter = &meter{reserve: lim.Reserve, target: targetRate}
 	}
 	var p *pcm
 	switch format {
@@ -145,16 +156,17 @@ func Decode(ctx context.Context, data []byte, targetRate int, lim Limits) (*Deco
 	}, nil
 }
 
-// checkDuration returns ErrTooLong when frames at rate last longer than lim.MaxDuration.
+// checkDuration returns ErrTooLong when frames at rate last longer than lim.MaxDuration, and
+// otherwise reserves their memory (Limits.Reserve): decoders call it with the frame count their
+// container states before decoding.
 func checkDuration(frames int64, rate int, lim Limits) error {
-	if lim.MaxDuration <= 0 || rate <= 0 {
-		return nil
+	if lim.MaxDuration > 0 && rate > 0 {
+		d := float64(frames) / float64(rate)
+		if d > lim.MaxDuration {
+			return fmt.Errorf("%w: audio lasts %.3f s; the limit is %g s", ErrTooLong, d, lim.MaxDuration)
+		}
 	}
-	d := float64(frames) / float64(rate)
-	if d > lim.MaxDuration {
-		return fmt.Errorf("%w: audio lasts %.3f s; the limit is %g s", ErrTooLong, d, lim.MaxDuration)
-	}
-	return nil
+	return lim.meter.need(frames, rate)
 }
 
 // sanitize maps NaN and ±Inf (possible in float WAV) to 0 so they cannot poison a model.

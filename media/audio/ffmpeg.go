@@ -88,7 +88,12 @@ func decodeFFmpeg(ctx context.Context, data []byte, lim Limits, demuxer, what st
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %s needs ffmpeg, which could not be started: %v", ErrUnsupportedFormat, what, err)
 	}
-	wav, readErr := io.ReadAll(io.LimitReader(out, limit+1))
+	wav, readErr := io.ReadAll(&meteredReader{r: io.LimitReader(out, limit+1), m: lim.meter})
+	if isReserveError(readErr) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, readErr
+	}
 	if int64(len(wav)) > limit {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -107,7 +112,7 @@ func decodeFFmpeg(ctx context.Context, data []byte, lim Limits, demuxer, what st
 	}
 	p, err := decodeWAV(ctx, wav, lim)
 	if err != nil {
-		if errors.Is(err, ErrTooLong) {
+		if errors.Is(err, ErrTooLong) || isReserveError(err) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %s: ffmpeg's output: %v", ErrInvalidAudio, what, err)

@@ -75,6 +75,9 @@ func decodeFLAC(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 			}
 			out = append(out, float32(s)*scale*inv)
 		}
+		if err := lim.meter.grow(int64(len(out)), rate); err != nil {
+			return nil, err
+		}
 		if maxFrames >= 0 && int64(len(out)) > maxFrames {
 			return nil, checkDuration(int64(len(out)), rate, lim)
 		}

@@ -97,6 +97,9 @@ func decodeOpus(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 			if maxFrames >= 0 {
 				est = min(est, maxFrames+opusMaxPacketFrames)
 			}
+			if err := lim.meter.need(min(est, oggMaxPrealloc), opusRate); err != nil {
+				return err
+			}
 			dec, err = newOpusPackets(head, est)
 			return err
 		}
@@ -110,6 +113,9 @@ func decodeOpus(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 			return err
 		}
 		clock.add(pk, n, st.pages-1)
+		if err := lim.meter.grow(int64(len(dec.mono)), opusRate); err != nil {
+			return err
+		}
 		if maxFrames >= 0 && int64(len(dec.mono)) > maxFrames+opusMaxPacketFrames {
 			return checkDuration(int64(len(dec.mono)-head.preSkip), opusRate, lim)
 		}

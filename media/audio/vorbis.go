@@ -241,6 +241,9 @@ func decodeVorbis(ctx context.Context, data []byte, lim Limits) (p *pcm, err err
 			}
 		}
 		clock.add(pk, n, st.pages-1)
+		if err := lim.meter.grow(int64(len(mono)), id.rate); err != nil {
+			return err
+		}
 		if maxFrames >= 0 && int64(len(mono)) > maxFrames {
 			return checkDuration(int64(len(mono)), id.rate, lim)
 		}
@@ -285,6 +288,9 @@ func vorbisStart(dec *vorbis.Decoder, id vorbisIDHeader, idPacket, setup []byte,
 	}
 	if *maxFrames >= 0 {
 		est = min(est, *maxFrames)
+	}
+	if err := lim.meter.need(min(est, oggMaxPrealloc), id.rate); err != nil {
+		return err
 	}
 	*mono = make([]float32, 0, min(est, oggMaxPrealloc))
 	*buf = make([]float32, dec.BufferSize())

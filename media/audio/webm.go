@@ -512,6 +512,10 @@ func decodeWebM(ctx context.Context, data []byte, lim Limits) (p *pcm, err error
 	if err := checkDuration(total-int64(preSkip), opusRate, lim); err != nil {
 		return nil, err
 	}
+	// The packets decode to at most total frames (checked below), pre-skip included.
+	if err := lim.meter.need(total, opusRate); err != nil {
+		return nil, err
+	}
 	dec, err := newOpusPackets(head, total)
 	if err != nil {
 		return nil, err
