@@ -232,24 +232,6 @@ func errPreprocessingOff(field string) string {
 		"(ALLOW_AUDIO_PREPROCESSING=false); send is_preprocessing_enabled=false or leave the field out"
 }
 
-// audioRequest decodes and checks the upload and builds the runner's request. The decode's
-// memory is reserved from AUDIO_MEMORY_BUDGET_BYTES as it is decoded, then held for the
-// samples the request keeps: call release once it is answered (also after an error).
-func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (_ *runners.AudioRequest, release func(), err error) {
-	res := s.reserveAudio(ctx)
-	defer func() {
-		if err != nil {
-			res.release()
-		}
-	}()
-	req, err := s.decodeAudio(ctx, up, res.reserve)
-	if err != nil {
-		return nil, func() {}, err
-	}
-	res.shrinkTo(4*int64(len(req.Samples)) + 16*int64(len(req.Segments)))
-	return req, res.release, nil
-}
-
 // decodeAudio decodes and checks the upload, reserving its memory with reserve.
 func (s *Server) decodeAudio(ctx context.Context, up *audioUpload, reserve func(int64) error) (*runners.AudioRequest, error) {
 	if up.askedPreprocessing != "" && !s.cfg.AllowAudioPreprocessing {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"sync"
+
+	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
 // audioReservation is one audio upload's hold on AUDIO_MEMORY_BUDGET_BYTES (Server.audioMem):
@@ -18,8 +20,23 @@ type audioReservation struct {
 	held int64
 }
 
+// reserveAudio starts an upload's reservation (nothing held yet).
 func (s *Server) reserveAudio(ctx context.Context) *audioReservation {
 	return &audioReservation{b: s.audioMem, ctx: ctx}
+}
+
+// audioRequest decodes and checks the upload and builds the runner's request. The decode's
+// memory is reserved from AUDIO_MEMORY_BUDGET_BYTES as it is decoded, then held for the
+// samples the request keeps: call release once it is answered (also after an error).
+func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (_ *runners.AudioRequest, release func(), err error) {
+	res := s.reserveAudio(ctx)
+	req, err := s.decodeAudio(ctx, up, res.reserve)
+	if err != nil {
+		res.release()
+		return nil, func() {}, err
+	}
+	res.shrinkTo(4*int64(len(req.Samples)) + 16*int64(len(req.Segments)))
+	return req, res.release, nil
 }
 
 // reserve adds n bytes: 413 naming the setting when the upload alone would need more than the
