@@ -123,7 +123,7 @@ func TestSSIMHelper(t *testing.T) {
 	require.InDelta(t, ssim(flat, noisy), ssim(noisy, flat), 1e-12)
 }
 
-// TestImageRespondsToEveryParameter is issue 27 item 5 on every simulated image runner: the
+// TestImageRespondsToEveryParameter is issue 27 item 5 on every catalogued image runner: the
 // same request twice gives SSIM >= 0.95 (identical), and any single change of prompt, negative
 // prompt, seed, steps, guidance_scale, guidance_rescale or (image-to-image, inpainting)
 // strength gives SSIM < 0.98 against the original. It prints the table.
@@ -174,7 +174,14 @@ func TestImageRespondsToEveryParameter(t *testing.T) {
 		{"guidance_rescale 0 -> 0.1", func(r *runners.ImageRequest) { r.GuidanceRescale = 0.1 }, false},
 		{"strength +0.05", func(r *runners.ImageRequest) { r.Strength -= 0.05 }, true},
 	}
-	models := []string{runners.RunnerSDXL, runners.RunnerSD35, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit}
+	// Every image runner of the catalogue (the new ones as they are catalogued).
+	var models []string
+	for _, m := range runners.Models() {
+		if m.Service == runners.ServiceImage {
+			models = append(models, m.Name)
+		}
+	}
+	require.Subset(t, models, []string{runners.RunnerSDXL, runners.RunnerSD35, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit})
 	var table strings.Builder
 	fmt.Fprintf(&table, "SSIM against the original request: full %dx%d / box-shrunk to %dx%d\n%-28s", size, size, size/4, size/4, "change")
 	for _, m := range models {
