@@ -2,7 +2,11 @@
 # Server-path benchmark (P1): tt-media-server with zero-latency simulated devices versus a bare
 # net/http handler answering the very same bytes, driven by the same tt-media-bench client in
 # the same run (alternating rounds). Prints one table row per workload and the ratio
-# server req/s ÷ bare req/s (target ≥ 0.7).
+# server req/s ÷ bare req/s (target ≥ 0.7), and — less sensitive to the other processes of a
+# shared box — the CPU time each process spends per answered request (user + system of the
+# whole process over CPU_REQUESTS requests at the same concurrency, no warm-up in the count) and
+# their ratio bare CPU/request ÷ server CPU/request: the server's efficiency against bare
+# net/http. The box's load average is printed beside each row.
 #
 #   scripts/bench-server-path.sh                      # all workloads, c=8, 5 s per round
 #   KINDS="image cnn" CONCURRENCY=4 DURATION=10s scripts/bench-server-path.sh
@@ -18,6 +22,7 @@ CONCURRENCY=${CONCURRENCY:-8}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
 ROUNDS=${ROUNDS:-2}
+CPU_REQUESTS=${CPU_REQUESTS:-20000} # per process for the CPU-per-request figures (0: skip them)
 PROFILE=${PROFILE:-0}
 PROFILE_SECONDS=${PROFILE_SECONDS:-10}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench-server-path.XXXXXX")}
@@ -76,10 +81,24 @@ wait_live() {
   return 1
 }
 
+# cpu_per_request PID PORT NAME: warms the process up, then sends CPU_REQUESTS requests at
+# CONCURRENCY and prints the process's CPU time (user + system, all threads) per request in µs.
+cpu_per_request() {
+  local pid=$1 port=$2 name=$3 t0 t1 n
+  "$BIN/tt-media-bench" run --url "http://127.0.0.1:$port" --kind "$kind" --concurrency "$CONCURRENCY" \
+    --requests 2000 >/dev/null 2>&1
+  t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  "$BIN/tt-media-bench" run --url "http://127.0.0.1:$port" --kind "$kind" --concurrency "$CONCURRENCY" \
+    --requests "$CPU_REQUESTS" --out "$OUT/cpu-$kind-$name" >"$OUT/cpu-$kind-$name.txt" 2>&1
+  t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  n=$(awk -F'|' '/^[|] c=/ {gsub(/ /, "", $6); print $6; exit}' "$OUT/cpu-$kind-$name.txt")
+  awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.1f", t / hz / n * 1e6; else print 0 }'
+}
+
 SUMMARY="$OUT/summary.md"
 {
-  echo "| workload | load | server req/s | bare req/s | ratio |"
-  echo "|---|---|---:|---:|---:|"
+  echo "| workload | load | server req/s | bare req/s | ratio | server CPU µs/req | bare CPU µs/req | CPU ratio (bare/server) | load avg |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
 } >"$SUMMARY"
 
 for kind in $KINDS; do
@@ -101,7 +120,13 @@ for kind in $KINDS; do
     --rounds "$ROUNDS" --out "$OUT/$kind" | tee "$OUT/compare-$kind.txt"
   line=$(grep '^server ' "$OUT/compare-$kind.txt")
   srv=$(echo "$line" | awk '{print $2}'); bare=$(echo "$line" | awk '{print $5}'); ratio=$(echo "$line" | awk '{print $8}')
-  echo "| $kind | c=$CONCURRENCY | $srv | $bare | $ratio |" >>"$SUMMARY"
+  scpu=- bcpu=- cratio=-
+  if [ "$CPU_REQUESTS" -gt 0 ]; then
+    scpu=$(cpu_per_request "$server_pid" "$port" server)
+    bcpu=$(cpu_per_request "$bare_pid" "$bport" bare)
+    cratio=$(awk -v b="$bcpu" -v s="$scpu" 'BEGIN { if (s > 0) printf "%.3f", b / s; else print "-" }')
+  fi
+  echo "| $kind | c=$CONCURRENCY | $srv | $bare | $ratio | $scpu | $bcpu | $cratio | $(cut -d' ' -f1-3 /proc/loadavg) |" >>"$SUMMARY"
 
   stop_pid "$bare_pid"
   stop_pid "$server_pid"
@@ -126,7 +151,7 @@ for kind in $KINDS; do
 done
 
 echo
-echo "Server-path benchmark (zero-latency sim vs bare net/http, same client; target ratio >= 0.7)"
+echo "Server-path benchmark (zero-latency sim vs bare net/http, same client; target ratio >= 0.7; box: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 cat "$SUMMARY"
 echo

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -78,49 +77,114 @@ func workerInfos(workers map[string]scheduler.WorkerStatus) map[string]workerInf
 // workers are doing. With several pools (MODEL_POOLS) the top-level fields sum or merge them
 // and "pools" has each one.
 func (s *Server) handleLiveness(c *gin.Context) {
+	snaps := s.poolSnapshots()
+	var key []byte
+	if len(snaps) == 1 { // an unchanged server answers its last bytes (livenesscache.go)
+		key = livenessKey(snaps[0])
+		if s.liveness.answer(c, key) {
+			return
+		}
+	}
+	resp := s.livenessResponse(snaps)
+	status := http.StatusOK
+	if resp.Detail != "" {
+		status = http.StatusServiceUnavailable
+	}
+	body, err := encodeJSON(resp)
+	if err != nil {
+		s.fail(c, dialectPython, err)
+		return
+	}
+	if key != nil {
+		s.liveness.store(key, status, body)
+	}
+	writeLiveness(c, status, body)
+}
+
+// writeLiveness writes a /tt-liveness answer: a 503 says when to come back.
+func writeLiveness(c *gin.Context, status int, body []byte) {
+	if status != http.StatusOK {
+		setRetryAfter(c, 5*time.Second)
+	}
+	c.Data(status, "application/json", body)
+}
+
+// poolSnapshot is what /tt-liveness reports of one pool, read once.
+type poolSnapshot struct {
+	pool            *Pool
+	workers         map[string]scheduler.WorkerStatus
+	queue, capacity int
+	ready           bool
+	canary          scheduler.CanaryStatus
+}
+
+func (s *Server) poolSnapshots() []poolSnapshot {
+	out := make([]poolSnapshot, len(s.pools))
+	for i := range s.pools {
+		p := &s.pools[i]
+		out[i] = poolSnapshot{pool: p, workers: p.Sched.Workers(), queue: p.Sched.QueueLen(), capacity: p.Sched.QueueCap(),
+			ready: p.Sched.Ready(), canary: p.Sched.Canary()}
+	}
+	return out
+}
+
+// livenessResponse builds /tt-liveness's body from the pools' snapshots: Detail is set when
+// the answer is a 503.
+func (s *Server) livenessResponse(snaps []poolSnapshot) livenessResponse {
 	device := s.cfg.Device
 	if device == "" {
 		device = "Not defined"
 	}
-	info := map[string]workerInfo{}
+	var info map[string]workerInfo
 	queue, capacity := 0, 0
-	runnerNames := make([]string, 0, len(s.pools))
-	pools := map[string]any{}
-	for _, p := range s.pools {
-		wi := workerInfos(p.Sched.Workers())
-		for id, w := range wi {
-			info[id] = w
-		}
-		queue += p.Sched.QueueLen()
-		capacity += p.Sched.QueueCap()
-		runnerNames = append(runnerNames, p.Runner)
-		cs := p.Sched.Canary()
-		pools[p.Runner] = gin.H{"service": p.Service, "model_ready": p.Sched.Ready(), "queue_size": p.Sched.QueueLen(),
-			"max_queue_size": p.Sched.QueueCap(), "worker_info": wi, "canary_alive": cs.Alive, "canary_state": cs.State}
+	runnerInUse := ""
+	var pools map[string]any
+	if len(snaps) > 1 {
+		pools = make(map[string]any, len(snaps))
 	}
-	ready := s.ready()
-	canary := s.canary()
+	ready := true
+	canaries := make([]scheduler.CanaryStatus, 0, len(snaps))
+	for i, sn := range snaps {
+		wi := workerInfos(sn.workers)
+		if len(snaps) == 1 {
+			info = wi
+		} else {
+			if info == nil {
+				info = map[string]workerInfo{}
+			}
+			for id, w := range wi {
+				info[id] = w
+			}
+			pools[sn.pool.Runner] = gin.H{"service": sn.pool.Service, "model_ready": sn.ready, "queue_size": sn.queue,
+				"max_queue_size": sn.capacity, "worker_info": wi, "canary_alive": sn.canary.Alive, "canary_state": sn.canary.State}
+		}
+		queue += sn.queue
+		capacity += sn.capacity
+		ready = ready && sn.ready
+		canaries = append(canaries, sn.canary)
+		if i > 0 {
+			runnerInUse += ","
+		}
+		runnerInUse += sn.pool.Runner
+	}
+	if info == nil {
+		info = map[string]workerInfo{}
+	}
+	canary := worstCanary(canaries)
 	resp := livenessResponse{
 		Status: "alive", ModelReady: ready, QueueSize: queue, MaxQueueSize: capacity,
 		DeviceMeshShape: [2]int{s.cfg.DeviceMeshShape.Rows, s.cfg.DeviceMeshShape.Cols},
-		Device:          device, WorkerInfo: info, RunnerInUse: strings.Join(runnerNames, ","),
+		Device:          device, WorkerInfo: info, RunnerInUse: runnerInUse,
 		CanaryAlive: canary.Alive, CanaryState: canary.State, MockDevices: s.mock,
-		ImageCodecs: imaging.Status(),
-	}
-	if len(s.pools) > 1 {
-		resp.Pools = pools
+		ImageCodecs: imaging.Status(), Pools: pools,
 	}
 	switch {
 	case !ready:
 		resp.Detail = "Model is not ready"
 	case s.canaryGated(canary):
 		resp.Detail = canaryNotServing
-	default:
-		writeJSON(c, http.StatusOK, resp)
-		return
 	}
-	setRetryAfter(c, 5*time.Second)
-	writeJSON(c, http.StatusServiceUnavailable, resp)
+	return resp
 }
 
 // canaryNotServing is HEAD's answer when CANARY_GATE_READINESS is on and the canary is dead.
@@ -138,9 +202,17 @@ var canarySeverity = map[string]int{scheduler.CanaryDisabled: 0, scheduler.Canar
 // canary is the pools' canary status: the worst state of them (one pool: its own); alive
 // unless one is dead.
 func (s *Server) canary() scheduler.CanaryStatus {
+	all := make([]scheduler.CanaryStatus, len(s.pools))
+	for i, p := range s.pools {
+		all[i] = p.Sched.Canary()
+	}
+	return worstCanary(all)
+}
+
+// worstCanary summarises canary states: the worst of them; alive unless one is dead.
+func worstCanary(all []scheduler.CanaryStatus) scheduler.CanaryStatus {
 	out := scheduler.CanaryStatus{State: scheduler.CanaryDisabled, Alive: true}
-	for _, p := range s.pools {
-		cs := p.Sched.Canary()
+	for _, cs := range all {
 		out.Enabled = out.Enabled || cs.Enabled
 		out.Alive = out.Alive && cs.Alive
 		if canarySeverity[cs.State] > canarySeverity[out.State] {

@@ -5,15 +5,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 )
 
-// writeJSON answers v as compact JSON without HTML escaping, as FastAPI's JSONResponse does.
-func writeJSON(c *gin.Context, status int, v any) {
+// jsonBuffers recycles writeJSON's buffers (small answers: liveness, errors, classifications);
+// a buffer grown past maxPooledJSON (an image answer) is left to the collector.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledJSON = 64 << 10
+
+// encodeJSON is v as compact JSON without HTML escaping (writeJSON's bytes), in a new slice.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode response: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// writeJSON answers v as compact JSON without HTML escaping, as FastAPI's JSONResponse does.
+func writeJSON(c *gin.Context, status int, v any) {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledJSON {
+			jsonBuffers.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"detail": fmt.Sprintf("encode response: %v", err)})

@@ -100,6 +100,8 @@ type Server struct {
 	idem    *idempotencyStore
 	limits  *rateLimiter
 	conns   connTracker
+	// liveness is /tt-liveness's last answer (livenesscache.go).
+	liveness livenessCache
 	// imageMem is IMAGE_MEMORY_BUDGET_BYTES, shared by the image uploads in flight.
 	imageMem *memBudget
 	// audioMem is AUDIO_MEMORY_BUDGET_BYTES, shared by the audio decodes in flight.
