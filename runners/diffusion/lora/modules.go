@@ -2,6 +2,7 @@ package lora
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -90,3 +91,16 @@ var kohyaModules = func() map[string]Module {
 
 // Modules returns the number of adaptable SDXL modules (for documentation and tests).
 func Modules() int { return len(sdxlModules) }
+
+// AllModules returns every adaptable SDXL module, sorted by component and name (for tools that
+// write adapters: scripts/bomblora).
+func AllModules() []Module {
+	out := make([]Module, 0, len(sdxlModules))
+	for _, m := range sdxlModules {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Module) int {
+		return strings.Compare(string(a.Component)+"."+a.Name, string(b.Component)+"."+b.Name)
+	})
+	return out
+}
