@@ -19,6 +19,9 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
+// errNoT5 means a Flux weights directory without its T5 tokenizer.
+var errNoT5 = errors.New("diffusion runner: no T5 tokenizer (tokenizer_2/)")
+
 // FluxConfig configures one FluxRunner.
 type FluxConfig struct {
 	// Variant is FLUX.1-dev or FLUX.1-schnell.
@@ -69,7 +72,7 @@ func NewFlux(cfg FluxConfig) (*FluxRunner, error) {
 	}
 	t5dir := filepath.Join(cfg.WeightsDir, "tokenizer_2")
 	if _, err := os.Stat(t5dir); err != nil || loadT5 == nil {
-		return nil, fmt.Errorf("%s: no T5 tokenizer in %q (tokenizer_2/)", cfg.Variant.Config().Name, cfg.WeightsDir)
+		return nil, fmt.Errorf("%w: %s needs it, %q has no tokenizer_2/", errNoT5, cfg.Variant.Config().Name, cfg.WeightsDir)
 	}
 	t5, err := loadT5(t5dir)
 	if err != nil {

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"image"
 	"os"
 	"path/filepath"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -97,4 +100,46 @@ func TestFluxRunner(t *testing.T) {
 func TestFluxRunnerNeedsT5(t *testing.T) {
 	_, err := NewFlux(FluxConfig{Variant: pipeline.FluxDev, WeightsDir: writeTinyWeights(t)})
 	require.ErrorContains(t, err, "tokenizer_2")
+}
+
+// TestFluxFactory: per worker, the FluxRunner when MODEL_WEIGHTS_PATH has both tokenizers and
+// the simulator is the worker's; the fallback otherwise; on metal the FluxRunner or a start-up
+// error, never the fallback. tt-sd3.5's catalogue entry (device options, step latency) stands
+// in for the tt-flux.1-* entries until they are catalogued (issue 27 item 3).
+func TestFluxFactory(t *testing.T) {
+	weights := fluxWeights(t)
+	noT5 := writeTinyWeights(t)
+	one := []config.DeviceGroup{{ID: "0", Devices: []int{0}}}
+	fellBack := 0
+	fallback := func(runners.WorkerSpec) (runners.Runner, error) {
+		fellBack++
+		return &simdev.FailedRunner{Err: errors.New("the fallback")}, nil
+	}
+	f := FluxFactory(runners.RunnerSD35, pipeline.FluxSchnell, fallback)
+	for _, tc := range []struct {
+		name     string
+		settings config.Settings
+		real     bool
+	}{
+		{"weights with both tokenizers", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one}, true},
+		{"no tokenizer_2", config.Settings{Mock: true, ModelWeightsPath: noT5, DeviceGroups: one}, false},
+		{"no weights path", config.Settings{Mock: true, DeviceGroups: one}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fellBack
+			r, err := f(runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: &tc.settings})
+			require.NoError(t, err)
+			_, isReal := r.(*FluxRunner)
+			require.Equal(t, tc.real, isReal)
+			require.Equal(t, !tc.real, fellBack == before+1)
+			require.NoError(t, r.Close())
+		})
+	}
+	r, err := f(runners.WorkerSpec{Settings: &config.Settings{DeviceBackend: config.BackendMetal}})
+	require.NoError(t, err)
+	err = r.Warmup(context.Background())
+	require.ErrorIs(t, err, runners.ErrConfig)
+	require.ErrorContains(t, err, "MODEL_WEIGHTS_PATH is not set")
+	_, err = FluxFactory("tt-no-such-runner", pipeline.FluxDev, fallback)(runners.WorkerSpec{Settings: &config.Settings{Mock: true}})
+	require.ErrorContains(t, err, "not in the catalogue")
 }
