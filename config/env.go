@@ -80,6 +80,7 @@ type rawEnv struct {
 	MockStepLatency  envSeconds `envconfig:"MOCK_STEP_SECONDS" default:"0.05"`
 	MockAudioLatency envSeconds `envconfig:"MOCK_AUDIO_SECONDS_PER_SECOND" default:"0.02"`
 	MockImageLatency envSeconds `envconfig:"MOCK_CNN_SECONDS" default:"0.005"`
+	MockSpeechStep   envSeconds `envconfig:"MOCK_TTS_STEP_SECONDS" default:"0.0065"`
 	MockImage        string     `envconfig:"MOCK_IMAGE" default:"scene"`
 
 	LogLevel    string `envconfig:"LOG_LEVEL" default:"INFO"`

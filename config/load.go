@@ -273,6 +273,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		MockStepLatency:  time.Duration(r.MockStepLatency),
 		MockAudioLatency: time.Duration(r.MockAudioLatency),
 		MockImageLatency: time.Duration(r.MockImageLatency),
+		MockSpeechStep:   time.Duration(r.MockSpeechStep),
 		MockImage:        strings.ToLower(strings.TrimSpace(r.MockImage)),
 
 		LogLevel:    strings.ToUpper(strings.TrimSpace(r.LogLevel)),
@@ -442,6 +443,7 @@ func checkScalars(s *Settings) error {
 		{"MOCK_STEP_SECONDS", s.MockStepLatency, false},
 		{"MOCK_AUDIO_SECONDS_PER_SECOND", s.MockAudioLatency, false},
 		{"MOCK_CNN_SECONDS", s.MockImageLatency, false},
+		{"MOCK_TTS_STEP_SECONDS", s.MockSpeechStep, false},
 	} {
 		if c.positive && c.d <= 0 {
 			return invalid(c.key, secs(c.d), "must be a number of seconds > 0")

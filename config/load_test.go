@@ -355,9 +355,9 @@ func TestValidationErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown runner", env{"MODEL_RUNNER": "tt-llama"}, false,
-			`invalid setting MODEL_RUNNER="tt-llama": accepted: tt-sdxl-trace, tt-sd3.5, tt-sdxl-image-to-image, tt-sdxl-edit, tt-whisper, tt-yolov4, tt-xla-resnet, tt-xla-vovnet, tt-xla-mobilenetv2, tt-mochi-1, tt-wan2.2, tt-wan2.2-t2v-prodia, tt-wan2.2-i2v, tt-wan2.2-i2v-prodia, tt-wan2.2-i2v-anisora, tt-wan2.2-i2v-distill, tt-wan2.2-i2v-lora, tt-wan2.2-i2v-lightning, tt-ltx-2.3-distilled, tt-minimax-h3-t2va, mock`},
+			`invalid setting MODEL_RUNNER="tt-llama": accepted: tt-sdxl-trace, tt-sd3.5, tt-sdxl-image-to-image, tt-sdxl-edit, tt-whisper, tt-yolov4, tt-xla-resnet, tt-xla-vovnet, tt-xla-mobilenetv2, tt-speecht5-tts, tt-mochi-1, tt-wan2.2, tt-wan2.2-t2v-prodia, tt-wan2.2-i2v, tt-wan2.2-i2v-prodia, tt-wan2.2-i2v-anisora, tt-wan2.2-i2v-distill, tt-wan2.2-i2v-lora, tt-wan2.2-i2v-lightning, tt-ltx-2.3-distilled, tt-minimax-h3-t2va, mock`},
 		{"unknown service", env{"MODEL_SERVICE": "llm"}, false,
-			`invalid setting MODEL_SERVICE="llm": accepted: image, audio, cnn, video`},
+			`invalid setting MODEL_SERVICE="llm": accepted: image, audio, cnn, video, text_to_speech`},
 		{"video runner, image service", env{"MODEL_SERVICE": "video"}, false,
 			`invalid setting MODEL_SERVICE="video": MODEL_RUNNER=tt-sdxl-trace serves "image"; leave MODEL_SERVICE unset or set it to image`},
 		{"job count", env{"MODEL_RUNNER": "tt-wan2.2", "MAX_JOBS": "0"}, false, `invalid setting MAX_JOBS="0": must be at least 1`},
@@ -368,7 +368,7 @@ func TestValidationErrors(t *testing.T) {
 		{"inconsistent service", env{"MODEL_SERVICE": "audio"}, false,
 			`invalid setting MODEL_SERVICE="audio": MODEL_RUNNER=tt-sdxl-trace serves "image"; leave MODEL_SERVICE unset or set it to image`},
 		{"mock without service", env{"MODEL_RUNNER": "mock"}, true,
-			`invalid setting MODEL_SERVICE="": MODEL_RUNNER=mock serves no fixed service; set MODEL_SERVICE to one of image|audio|cnn|video`},
+			`invalid setting MODEL_SERVICE="": MODEL_RUNNER=mock serves no fixed service; set MODEL_SERVICE to one of image|audio|cnn|video|text_to_speech`},
 		{"queue size", env{"MAX_QUEUE_SIZE": "0"}, false, `invalid setting MAX_QUEUE_SIZE="0": must be an integer >= 1`},
 		{"connections", env{"MAX_CONNECTIONS": "-1"}, false, `invalid setting MAX_CONNECTIONS="-1": must be an integer >= 0`},
 		{"image memory budget", env{"IMAGE_MEMORY_BUDGET_BYTES": "1000"}, false, `invalid setting IMAGE_MEMORY_BUDGET_BYTES="1000": must be an integer >= 1048576`},
@@ -414,7 +414,7 @@ func TestValidationErrors(t *testing.T) {
 		{"mock image", env{"MOCK_IMAGE": "noise"}, false, `invalid setting MOCK_IMAGE="noise": accepted: scene, solid`},
 		{"log level", env{"LOG_LEVEL": "verbose"}, false, `invalid setting LOG_LEVEL="VERBOSE": accepted: DEBUG, INFO, WARNING, WARN, ERROR, CRITICAL, FATAL, NOTSET`},
 		{"unknown model", env{"MODEL": "llama"}, false,
-			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2`},
+			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2, speecht5_tts`},
 		{"unknown device", env{"DEVICE": "p150"}, false, `invalid setting DEVICE="p150": accepted: n150, n300, t3k, galaxy`},
 		{"no preset", env{"MODEL": "stable-diffusion-3.5-large", "DEVICE": "n150"}, false,
 			`invalid setting MODEL="stable-diffusion-3.5-large": has no preset for DEVICE=n150 (presets: t3k, galaxy)`},
@@ -451,12 +451,12 @@ func TestValidationErrors(t *testing.T) {
 func TestServiceForRunner(t *testing.T) {
 	want := map[string]string{
 		"tt-sdxl-trace": "image", "tt-sd3.5": "image", "tt-sdxl-image-to-image": "image", "tt-sdxl-edit": "image", "tt-whisper": "audio", "tt-yolov4": "cnn",
-		"tt-xla-resnet": "cnn", "tt-xla-vovnet": "cnn", "tt-xla-mobilenetv2": "cnn",
+		"tt-xla-resnet": "cnn", "tt-xla-vovnet": "cnn", "tt-xla-mobilenetv2": "cnn", "tt-speecht5-tts": "text_to_speech",
 	}
 	for _, r := range videoRunners {
 		want[r] = "video"
 	}
-	require.Equal(t, append(append([]string{"tt-sdxl-trace", "tt-sd3.5", "tt-sdxl-image-to-image", "tt-sdxl-edit", "tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2"}, videoRunners...), "mock"), KnownRunners())
+	require.Equal(t, append(append([]string{"tt-sdxl-trace", "tt-sd3.5", "tt-sdxl-image-to-image", "tt-sdxl-edit", "tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2", "tt-speecht5-tts"}, videoRunners...), "mock"), KnownRunners())
 	for _, r := range KnownRunners() {
 		svc, err := ServiceForRunner(r)
 		if r == "mock" {

@@ -16,6 +16,7 @@ const (
 	RunnerResNet      = "tt-xla-resnet"
 	RunnerVoVNet      = "tt-xla-vovnet"
 	RunnerMobileNetV2 = "tt-xla-mobilenetv2"
+	RunnerSpeechT5    = "tt-speecht5-tts"
 	RunnerMock        = "mock"
 )
 
@@ -30,6 +31,8 @@ const (
 	ServiceAudio = "audio"
 	ServiceCNN   = "cnn"
 	ServiceVideo = "video"
+	// ServiceTextToSpeech is HEAD's text_to_speech service (SpeechT5).
+	ServiceTextToSpeech = "text_to_speech"
 )
 
 // Device types (DEVICE), as the Python DeviceTypes enum.
@@ -43,7 +46,7 @@ const (
 // knownRunners is the Python ModelRunners enum, in its order.
 var knownRunners = []string{
 	RunnerSDXL, RunnerSD35, RunnerSDXLImg2Img, RunnerSDXLEdit, RunnerWhisper, RunnerYOLOv4,
-	RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerMock,
+	RunnerResNet, RunnerVoVNet, RunnerMobileNetV2, RunnerSpeechT5, RunnerMock,
 }
 
 func init() {
@@ -64,9 +67,10 @@ var runnerService = map[string]string{
 	RunnerVoVNet:      ServiceCNN,
 	RunnerMobileNetV2: ServiceCNN,
 	RunnerYOLOv4:      ServiceCNN,
+	RunnerSpeechT5:    ServiceTextToSpeech,
 }
 
-var knownServices = []string{ServiceImage, ServiceAudio, ServiceCNN, ServiceVideo}
+var knownServices = []string{ServiceImage, ServiceAudio, ServiceCNN, ServiceVideo, ServiceTextToSpeech}
 
 var knownDevices = []string{DeviceN150, DeviceN300, DeviceT3K, DeviceGalaxy}
 
@@ -86,6 +90,7 @@ var knownModels = []modelInfo{
 	{"microsoft/resnet-50", RunnerResNet, ""},
 	{"vovnet", RunnerVoVNet, ""},
 	{"mobilenetv2", RunnerMobileNetV2, ""},
+	{"speecht5_tts", RunnerSpeechT5, "microsoft/speecht5_tts"},
 }
 
 // DeviceIds values of the Python constants.

@@ -147,6 +147,9 @@ type Settings struct {
 	MockStepLatency  time.Duration // MOCK_STEP_SECONDS: per denoising step, default 0.05
 	MockAudioLatency time.Duration // MOCK_AUDIO_SECONDS_PER_SECOND: per second of audio, default 0.02
 	MockImageLatency time.Duration // MOCK_CNN_SECONDS: per classified image, default 0.005
+	// MockSpeechStep is MOCK_TTS_STEP_SECONDS: per SpeechT5 decoder step (two mel frames, 32 ms
+	// of speech) with its postnet, default 0.0065.
+	MockSpeechStep time.Duration
 	// MockImage is MOCK_IMAGE: "scene" (default: a picture that depends on the request) or
 	// "solid" (the Python mock runner's solid 1024² image, for like-for-like benchmarks).
 	MockImage string
@@ -283,6 +286,7 @@ func (s *Settings) Redacted() map[string]any {
 		"MOCK_STEP_SECONDS":                             s.MockStepLatency.Seconds(),
 		"MOCK_AUDIO_SECONDS_PER_SECOND":                 s.MockAudioLatency.Seconds(),
 		"MOCK_CNN_SECONDS":                              s.MockImageLatency.Seconds(),
+		"MOCK_TTS_STEP_SECONDS":                         s.MockSpeechStep.Seconds(),
 		"MOCK_IMAGE":                                    s.MockImage,
 		"LOG_LEVEL":                                     s.LogLevel,
 		"LOG_FILE":                                      s.LogFile,

@@ -34,6 +34,8 @@ const (
 	RunnerMochi1            = "tt-mochi-1"
 	RunnerLTX23Distilled    = "tt-ltx-2.3-distilled"
 	RunnerMiniMaxH3T2VA     = "tt-minimax-h3-t2va"
+	// RunnerSpeechT5 is text-to-speech (microsoft/speecht5_tts with the speecht5_hifigan vocoder).
+	RunnerSpeechT5 = "tt-speecht5-tts"
 	// RunnerMock serves the API family named by MODEL_SERVICE (SDXL, Whisper or ResNet-50) with
 	// that family's simulated runner.
 	RunnerMock = "mock"
@@ -107,6 +109,7 @@ const (
 	whisperWindow     = 30.0     // s of audio per encoder window
 	tokensPerAudioSec = 3.0      // decoder steps per second of audio (speech is ~2-3 tokens/s)
 	resnetBatch       = 3.404e-3 // s per resnet50 batch
+	speecht5Step      = 6.5e-3   // s per speecht5-decoder-step + speecht5-postnet (one 32 ms step of speech)
 )
 
 // sdxlPrograms are the SDXL pipeline's programs with the given UNet (and the VAE encoder of
@@ -172,6 +175,13 @@ var catalogue = []Model{
 	videoModel(RunnerMiniMaxH3T2VA, &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
 		AspectRatios:  [][2]int{{21, 9}, {16, 9}, {4, 3}, {1, 1}, {3, 4}, {9, 16}},
 		DefaultAspect: [2]int{16, 9}, Durations: []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, DefaultDuration: 5}),
+	// SpeechT5 (HEAD's tt-speecht5-tts): an encoder per padded length, the traced decoder step,
+	// the postnet and the HiFi-GAN vocoder; HEAD's device options (l1_small_size 150000, a 50 MB
+	// trace region).
+	{Name: RunnerSpeechT5, Service: ServiceTextToSpeech,
+		Device:   Device{L1SmallSize: 150_000, TraceRegionSize: 50_000_000, CommandQueues: 1},
+		Sim:      Simulation{Programs: speecht5Programs(), Traced: "speecht5-decoder-step", UnitSeconds: speecht5Step},
+		Programs: programList(speecht5Programs())},
 }
 
 // wanSpec is Wan2.2's output (81 frames at 16 fps; 832x480, 1280x720 on a Galaxy-class mesh:
@@ -186,6 +196,24 @@ func wanSpec(i2v bool, forced int) *VideoSpec {
 func videoModel(name string, v *VideoSpec) Model {
 	return Model{Name: name, Service: ServiceVideo, Video: v,
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: config.DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true}}
+}
+
+// speecht5Programs are SpeechT5's device programs: the encoder of each padded length (HEAD's
+// WARMUP_ENCODER_SIZES), the decoder step, the postnet and the vocoder.
+func speecht5Programs() []string {
+	ps := []string{}
+	for _, n := range []string{"32", "64", "128", "160", "192", "256"} {
+		ps = append(ps, "speecht5-encoder-"+n)
+	}
+	return append(ps, "speecht5-decoder-step", "speecht5-postnet", "speecht5-vocoder")
+}
+
+func programList(names []string) []Program {
+	out := make([]Program, len(names))
+	for i, n := range names {
+		out[i] = Program{Name: n}
+	}
+	return out
 }
 
 // Default guidance scales: HEAD's ImageGenerateRequest default (5.0, SDXL's), and the TT
@@ -206,7 +234,7 @@ func DefaultGuidance(runner string) float64 {
 
 // serviceDefault is the model MODEL_RUNNER=mock runs for each service.
 var serviceDefault = map[Service]string{ServiceImage: RunnerSDXL, ServiceAudio: RunnerWhisper, ServiceCNN: RunnerResNet,
-	ServiceVideo: RunnerWan22}
+	ServiceVideo: RunnerWan22, ServiceTextToSpeech: RunnerSpeechT5}
 
 // Models lists the catalogue, in the order above.
 func Models() []Model { return append([]Model(nil), catalogue...) }
@@ -256,6 +284,8 @@ func (m Model) MockLatency(s *config.Settings) time.Duration {
 		return s.MockImageLatency
 	case ServiceVideo:
 		return s.MockStepLatency
+	case ServiceTextToSpeech:
+		return s.MockSpeechStep
 	}
 	return 0
 }

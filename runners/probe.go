@@ -53,6 +53,8 @@ func ProbeRequest(runner string, svc Service, deep bool) (req Request, check fun
 			}
 		}
 		return &CNNRequest{Image: img, TopK: 1}, checkClasses
+	case ServiceTextToSpeech:
+		return speechProbe(deep)
 	}
 	return nil, func(Result) error { return fmt.Errorf("no probe for service %q", svc) }
 }

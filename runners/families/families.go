@@ -8,6 +8,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
 	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
+	speecht5runner "github.com/tenstorrent/tt-media-server-go/runners/speecht5/runner"
 	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
 )
 
@@ -17,5 +18,6 @@ func NewRegistry() *runners.Registry {
 	diffusionrunner.Register(reg)
 	whisperrunner.Register(reg)
 	resnet.Register(reg)
+	speecht5runner.Register(reg)
 	return reg
 }

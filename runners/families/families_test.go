@@ -34,6 +34,7 @@ func TestRegister(t *testing.T) {
 		{runners.RunnerVoVNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{runners.RunnerMobileNetV2, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{runners.RunnerYOLOv4, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{runners.RunnerSpeechT5, runners.ServiceTextToSpeech, &runners.SpeechRequest{Text: "Hi."}, &runners.SpeechResult{}},
 	}
 	require.Len(t, reg.Names(), len(tests)+1)
 	for _, tc := range tests {
@@ -58,7 +59,8 @@ func TestRegister(t *testing.T) {
 		svc, err := reg.Service(runners.RunnerMock)
 		require.NoError(t, err)
 		require.Equal(t, runners.Service(""), svc)
-		for service, result := range map[string]any{"image": &runners.ImageResult{}, "audio": &runners.TranscriptionResult{}, "cnn": &runners.CNNResult{}} {
+		for service, result := range map[string]any{"image": &runners.ImageResult{}, "audio": &runners.TranscriptionResult{}, "cnn": &runners.CNNResult{},
+			"text_to_speech": &runners.SpeechResult{}} {
 			r, err := reg.New(runners.RunnerMock, runners.WorkerSpec{Settings: &config.Settings{ModelService: service}})
 			require.NoError(t, err)
 			var req runners.Request
@@ -67,6 +69,8 @@ func TestRegister(t *testing.T) {
 				req = &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}
 			case "audio":
 				req = &runners.AudioRequest{Samples: make([]float32, 160), SampleRate: 16000, Duration: 0.01}
+			case "text_to_speech":
+				req = &runners.SpeechRequest{Text: "Hi."}
 			default:
 				req = &runners.CNNRequest{Image: solid(4, 4, 1, 2, 3)}
 			}

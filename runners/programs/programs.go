@@ -121,6 +121,28 @@ var base = []ttnn.ProgramSpec{
 	{Name: "whisper-encoder", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{
 		fn("encode", in(t("input_features", bf16, tile, 1, 128, 3000)), t("encoder_hidden_states", bf16, tile, 1, 1500, 1280))}},
 	whisperStep(1), whisperStep(2), whisperStep(4),
+	// SpeechT5 (tt-speecht5-tts): the text encoder of each padded length, the decoder step with
+	// its KV caches on device, the postnet (two mel frames and two stop logits per step) and
+	// the HiFi-GAN vocoder over one chunk's mel.
+	speecht5Encoder(32), speecht5Encoder(64), speecht5Encoder(128), speecht5Encoder(160),
+	speecht5Encoder(192), speecht5Encoder(256),
+	{Name: "speecht5-decoder-step", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{fn("step",
+		in(t("decoder_input", f32, tile, 1, 1, 80), t("position", u32, rm, 1),
+			t("encoder_hidden_states", bf16, tile, 1, 256, 768), t("encoder_attention_mask", bf16, tile, 1, 1, 256),
+			t("speaker_embedding", f32, rm, 1, 512)),
+		t("decoder_hidden_states", f32, tile, 1, 1, 768))}},
+	{Name: "speecht5-postnet", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{fn("postnet",
+		in(t("decoder_hidden_states", f32, tile, 1, 1, 768)),
+		t("mel_before", f32, tile, 1, 2, 80), t("mel_after", f32, tile, 1, 2, 80), t("stop_logits", f32, rm, 1, 2))}},
+	{Name: "speecht5-vocoder", Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{fn("vocode",
+		in(t("mel", f32, tile, 1, 1600, 80)), t("waveform", f32, rm, 1, 409600))}},
+}
+
+// speecht5Encoder is the SpeechT5 text encoder over n padded ids.
+func speecht5Encoder(n int) ttnn.ProgramSpec {
+	return ttnn.ProgramSpec{Name: fmt.Sprintf("speecht5-encoder-%d", n), Mesh: m11, Batch: 1, Functions: []ttnn.FunctionSpec{
+		fn("encode", in(t("input_ids", u32, rm, 1, n), t("attention_mask", bf16, tile, 1, 1, n)),
+			t("encoder_hidden_states", bf16, tile, 1, n, 768))}}
 }
 
 // Lookup returns the declaration of a program: a deep copy, which the caller may change.

@@ -50,6 +50,10 @@ type Tokenizer struct {
 	decodeStrip  bool // strip the leading "▁" of the first piece (add_dummy_prefix || remove_extra)
 	decodeStripR bool // keep stripping while nothing was written (remove_extra_whitespaces)
 
+	// char is the CHAR model's segmentation (model_type 4, e.g. SpeechT5's spm_char.model);
+	// nil for Unigram.
+	char *charModel
+
 	// Hugging Face tokenizers (tokenizer.json) pipeline; nil for spiece.model.
 	hf *hfPipeline
 
@@ -110,8 +114,8 @@ func parseSentencePiece(data []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.modelType != 1 {
-		return nil, fmt.Errorf("%w: sentencepiece model_type %d (only UNIGRAM=1)", ErrUnsupported, m.modelType)
+	if m.modelType != modelUnigram && m.modelType != modelChar {
+		return nil, fmt.Errorf("%w: sentencepiece model_type %d (only UNIGRAM=1 and CHAR=4)", ErrUnsupported, m.modelType)
 	}
 	if len(m.pieces) == 0 {
 		return nil, fmt.Errorf("%w: no pieces", ErrInvalidModel)
@@ -173,6 +177,9 @@ func parseSentencePiece(data []byte) (*Tokenizer, error) {
 	}
 	t.model = unigram{pieces: m.pieces, trie: newTrie(keys), unkID: int32(unk),
 		minScore: float64(minScore), maxScore: maxScore}
+	if m.modelType == modelChar {
+		t.char = newCharModel(m.pieces, userKeys, int32(unk))
+	}
 
 	t.norm = &spmNormalizer{
 		addDummyPrefix: m.normalizer.addDummyPrefix, removeExtra: m.normalizer.removeExtraSpaces,
@@ -334,6 +341,9 @@ func (t *Tokenizer) appendIDs(dst []int, text string) []int {
 // appendWordIDs segments normalized text and appends its ids: runs of unknown characters
 // become one unknown id, or their bytes' <0xXX> ids under byte fallback.
 func (t *Tokenizer) appendWordIDs(sc *encodeScratch, dst []int, normalized string) []int {
+	if t.char != nil {
+		return t.char.appendIDs(dst, normalized)
+	}
 	sc.segs, sc.best = t.model.viterbi(normalized, sc.best, sc.segs[:0])
 	prevUnk := false
 	for _, sg := range sc.segs {

@@ -1,0 +1,160 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/tokenizer"
+)
+
+// scripted is a device whose stop logits come from a script per step; frames carry the step
+// number and the frame fed back is recorded.
+type scripted struct {
+	stop    func(step int) []float32
+	fedBack [][]float32
+	encoded [][]int32
+	masks   [][]float32
+	vocoded [][][]float32
+}
+
+func (d *scripted) Encode(_ context.Context, ids []int32, mask []float32, realLen int) (Encoded, error) {
+	d.encoded = append(d.encoded, ids)
+	d.masks = append(d.masks, mask)
+	return realLen, nil
+}
+
+func (d *scripted) Step(_ context.Context, _ Encoded, prev []float32, step int) ([][]float32, []float32, error) {
+	d.fedBack = append(d.fedBack, prev)
+	f := func(k int) []float32 {
+		v := make([]float32, MelBins)
+		v[0], v[1] = float32(step), float32(k)
+		return v
+	}
+	return [][]float32{f(0), f(1)}, d.stop(step), nil
+}
+
+func (d *scripted) Vocode(_ context.Context, mel [][]float32) ([]float32, error) {
+	d.vocoded = append(d.vocoded, mel)
+	return make([]float32, len(mel)*HopLength), nil
+}
+
+func TestStopRule(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		step   int
+		logits []float32
+		want   bool
+	}{
+		{"before step 10 never", 9, []float32{50, 50}, false},
+		{"step 10, one certain", 10, []float32{50, -50}, true},
+		{"two just above 0.25 sum past 0.5", 10, []float32{-1.098, -1.098}, true}, // sigmoid(-ln 3) = 0.25
+		{"just below", 10, []float32{-1.1, -1.1}, false},
+		{"all low", 400, []float32{-9, -9}, false},
+	} {
+		require.Equal(t, tc.want, ShouldStop(tc.step, tc.logits), tc.name)
+	}
+}
+
+func TestDecoderLoop(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		stop      func(int) []float32
+		wantSteps int
+	}{
+		{"stops at the first step the rule fires", func(s int) []float32 {
+			if s == 37 {
+				return []float32{3, -3}
+			}
+			return []float32{-10, -10}
+		}, 38},
+		{"a stop before step 10 is ignored", func(s int) []float32 {
+			if s < 10 {
+				return []float32{10, 10}
+			}
+			return []float32{-10, -10}
+		}, MaxSteps},
+		{"stops at step 10 at the earliest", func(int) []float32 { return []float32{10, 10} }, 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &scripted{stop: tc.stop}
+			p := &Pipeline{Tok: tokenizer.Builtin(), Dev: d}
+			res, err := p.Generate(ctx, "Hello", nil)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantSteps, res.Steps)
+			require.Len(t, res.Mel, ReductionFactor*tc.wantSteps)
+			require.Len(t, res.Samples, ReductionFactor*tc.wantSteps*HopLength)
+			// Zeros first, then the last frame of the previous step.
+			require.Equal(t, make([]float32, MelBins), d.fedBack[0])
+			for s := 1; s < len(d.fedBack); s++ {
+				require.Equal(t, []float32{float32(s - 1), 1}, d.fedBack[s][:2])
+			}
+		})
+	}
+}
+
+func TestPaddingAndMask(t *testing.T) {
+	d := &scripted{stop: func(int) []float32 { return []float32{9, 9} }}
+	p := &Pipeline{Tok: tokenizer.Builtin(), Dev: d}
+	_, err := p.Generate(context.Background(), "Hi", nil)
+	require.NoError(t, err)
+	ids, mask := d.encoded[0], d.masks[0]
+	require.Len(t, ids, 32)
+	n := len(tokenizer.Builtin().Encode("Hi"))
+	for i := range ids {
+		if i < n {
+			require.Zero(t, mask[i])
+			require.NotEqual(t, int32(tokenizer.PadID), ids[i])
+		} else {
+			require.Equal(t, int32(tokenizer.PadID), ids[i])
+			require.Equal(t, float32(-1e9), mask[i])
+		}
+	}
+	for n, want := range map[int]int{1: 32, 32: 32, 33: 64, 129: 160, 161: 192, 193: 256, 256: 256} {
+		b, err := tokenizer.Bucket(n)
+		require.NoError(t, err)
+		require.Equal(t, want, b, n)
+	}
+	_, err = tokenizer.Bucket(257)
+	require.ErrorIs(t, err, tokenizer.ErrTooLong)
+}
+
+func TestChunksStreamInOrderAndCancel(t *testing.T) {
+	text := ""
+	for range 12 {
+		text += "This sentence is here to make the text long enough for chunks. "
+	}
+	d := &scripted{stop: func(s int) []float32 {
+		if s == 20 {
+			return []float32{9, 9}
+		}
+		return []float32{-9, -9}
+	}}
+	p := &Pipeline{Tok: tokenizer.Builtin(), Dev: d}
+	var got []int
+	res, err := p.Generate(context.Background(), text, func(c ChunkAudio) error {
+		got = append(got, c.Index)
+		require.Len(t, c.Samples, 21*ReductionFactor*HopLength)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, res.Chunks, 1)
+	require.Len(t, got, res.Chunks)
+	require.Len(t, res.Mel, res.Chunks*21*ReductionFactor)
+
+	// Cancelled during chunk 0's step 5: no further step runs.
+	ctx, cancel := context.WithCancel(context.Background())
+	steps := 0
+	p.OnStep = func(_, step int) {
+		steps++
+		if step == 5 {
+			cancel()
+		}
+	}
+	_, err = p.Generate(ctx, text, nil)
+	require.True(t, errors.Is(err, context.Canceled))
+	require.Equal(t, 6, steps)
+}
