@@ -41,8 +41,9 @@ type SpeechResult struct {
 	SampleRate int
 	// SpeakerID is the speaker actually used ("" for a client's embedding).
 	SpeakerID string
-	// Chunks is how many text chunks were spoken; Steps the decoder steps they took.
-	Chunks, Steps int
+	// Chunks is how many text chunks were spoken; Steps the decoder steps they took; Tokens
+	// the encoder input ids of all chunks.
+	Chunks, Steps, Tokens int
 }
 
 // Service of the speech types.

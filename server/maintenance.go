@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/tenstorrent/tt-media-server-go/media/audioenc"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -178,6 +179,9 @@ func (s *Server) livenessResponse(snaps []poolSnapshot) livenessResponse {
 		CanaryAlive: canary.Alive, CanaryState: canary.State, MockDevices: s.mock,
 		ImageCodecs: imaging.Status(), Pools: pools,
 	}
+	if s.speech != nil {
+		resp.SpeechFormats = audioenc.Available()
+	}
 	switch {
 	case !ready:
 		resp.Detail = "Model is not ready"
@@ -236,8 +240,10 @@ type livenessResponse struct {
 	CanaryState     string                `json:"canary_state"`
 	MockDevices     bool                  `json:"mock_devices"`
 	ImageCodecs     imaging.CodecStatus   `json:"image_codecs"`
-	Pools           map[string]any        `json:"pools,omitempty"`
-	Detail          string                `json:"detail,omitempty"`
+	// SpeechFormats are the audio formats the speech routes can encode now (with a speech pool).
+	SpeechFormats []string       `json:"speech_formats,omitempty"`
+	Pools         map[string]any `json:"pools,omitempty"`
+	Detail        string         `json:"detail,omitempty"`
 }
 
 // handleHealth serves GET /health (vLLM-compatible): 200 {} when ready, 503 otherwise (also

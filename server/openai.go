@@ -60,6 +60,8 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 				g.POST(path, auth, limited, deadline, limit,
 					s.inference(inferenceRoute{rule: &audioRule, python: s.handlePythonAudio(task), openai: s.handleOpenAIAudio(models, task)}))
 			}
+		case runners.ServiceTextToSpeech:
+			s.speechOpenAIRoutes(g, models, auth, limited, deadline) // speech.go
 		}
 	}
 	models := all
@@ -134,12 +136,15 @@ var canonicalModel = map[string]string{
 	"tt-xla-vovnet":      "vovnet",
 	"tt-xla-mobilenetv2": "mobilenetv2",
 	"tt-yolov4":          "yolov4",
+	"tt-speecht5-tts":    "microsoft/speecht5_tts",
 }
 
 // openAIAliases are the OpenAI model names accepted for each service.
 var openAIAliases = map[runners.Service][]string{
 	runners.ServiceImage: {"dall-e-2", "dall-e-3", "gpt-image-1"},
 	runners.ServiceAudio: {"whisper-1"},
+	// OpenAI's speech models: all run SpeechT5 here.
+	runners.ServiceTextToSpeech: {"tts-1", "tts-1-hd", "gpt-4o-mini-tts"},
 }
 
 func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loaded time.Time) *modelTable {
@@ -152,9 +157,10 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 	}
 	if canon == "" { // MODEL_RUNNER=mock: the family's default model
 		canon = map[runners.Service]string{
-			runners.ServiceImage: canonicalModel["tt-sdxl-trace"],
-			runners.ServiceAudio: canonicalModel["tt-whisper"],
-			runners.ServiceCNN:   canonicalModel["tt-xla-resnet"],
+			runners.ServiceImage:        canonicalModel["tt-sdxl-trace"],
+			runners.ServiceAudio:        canonicalModel["tt-whisper"],
+			runners.ServiceCNN:          canonicalModel["tt-xla-resnet"],
+			runners.ServiceTextToSpeech: canonicalModel["tt-speecht5-tts"],
 		}[svc]
 	}
 	served := ""

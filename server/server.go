@@ -112,6 +112,8 @@ type Server struct {
 	// fanoutChunkSeconds bounds a fanned-out transcription's chunks (0: 30 s, Whisper's
 	// window); a seam for tests, which use shorter audio.
 	fanoutChunkSeconds float64
+	// speech is the text-to-speech routes' state (speech.go); nil without a speech pool.
+	speech *speechState
 }
 
 // New builds the server and its routes.
@@ -228,6 +230,8 @@ func (s *Server) routes() *gin.Engine {
 			r.POST("/cnn/search-image", deprecated("/v1/cnn/search-image"), authed, limited, deadline,
 				s.limitBody(maxImageBody, dialectPython), cnn)
 			r.POST("/v1/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody, dialectPython), cnn)
+		case runners.ServiceTextToSpeech:
+			s.speechRoutes(r, authed, limited, deadline) // speech.go
 		}
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).

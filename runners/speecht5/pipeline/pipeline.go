@@ -91,6 +91,8 @@ type Result struct {
 	// Mel is every chunk's mel frames, concatenated along time.
 	Mel   [][]float32
 	Steps int
+	// Tokens is the encoder input ids of every chunk (without padding).
+	Tokens int
 	// Chunks is the number of text chunks.
 	Chunks int
 }
@@ -111,6 +113,7 @@ func (p *Pipeline) Generate(ctx context.Context, text string, emit func(ChunkAud
 	for i, c := range chunks {
 		mel, steps, err := p.decode(ctx, i, c)
 		res.Steps += steps
+		res.Tokens += p.Tok.Count(c)
 		if err != nil {
 			return res, err
 		}

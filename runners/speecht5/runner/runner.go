@@ -95,10 +95,9 @@ func Load(dir string) (*tokenizer.Tokenizer, *voices.Table, error) {
 			return nil, nil, err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, voices.EmbeddingsFile)); err == nil {
-		if table, err = voices.Load(dir); err != nil {
-			return nil, nil, err
-		}
+	table, err := voices.ForWeights(dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	return tok, table, nil
 }
@@ -213,7 +212,7 @@ func (r *Runner) speak(ctx context.Context, req *runners.SpeechRequest, emit fun
 		return nil, err
 	}
 	return &runners.SpeechResult{Samples: res.Samples, SampleRate: pipeline.SampleRate, SpeakerID: id,
-		Chunks: res.Chunks, Steps: res.Steps}, nil
+		Chunks: res.Chunks, Steps: res.Steps, Tokens: res.Tokens}, nil
 }
 
 // Close releases the device.

@@ -154,6 +154,18 @@ func readIDs(path string) ([]string, error) {
 	return ids, sc.Err()
 }
 
+// ForWeights is the table of a weights directory: its speaker_embeddings.npy, or the built-in
+// table when dir is "" or has none.
+func ForWeights(dir string) (*Table, error) {
+	if dir == "" {
+		return Builtin(), nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, EmbeddingsFile)); err != nil {
+		return Builtin(), nil
+	}
+	return Load(dir)
+}
+
 // Builtin is mock-device mode's table: speaker_7306 and every speaker OpenAI names, each a
 // fixed pseudo-random x-vector (seeded by its id) scaled like CMU ARCTIC's (norm about 1.6).
 func Builtin() *Table {
