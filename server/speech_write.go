@@ -149,7 +149,9 @@ func (s *Server) streamSpeech(c *gin.Context, job *speechJob) {
 	}
 	out := &lockedFlusher{c: c, started: start}
 	if job.sse {
-		out.write = func(p []byte) error { return writeSSE(c.Writer, speechDelta{Type: "speech.audio.delta", Audio: base64.StdEncoding.EncodeToString(p)}) }
+		out.write = func(p []byte) error {
+			return writeSSE(c.Writer, speechDelta{Type: "speech.audio.delta", Audio: base64.StdEncoding.EncodeToString(p)})
+		}
 	} else {
 		out.write = func(p []byte) error { _, err := c.Writer.Write(p); return err }
 	}
