@@ -223,7 +223,7 @@ func TestSpeechDisconnectCancelsJob(t *testing.T) {
 	srv := httptest.NewServer(speechServer(f))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/audio/speech",
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/audio/speech",
 		strings.NewReader(`{"model":"tts-1","input":"hi","voice":"alloy","response_format":"pcm"}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer k")
