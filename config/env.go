@@ -62,6 +62,7 @@ type rawEnv struct {
 	ModelPools        string     `envconfig:"MODEL_POOLS"`
 	CanaryInterval    envSeconds `envconfig:"CANARY_INTERVAL_SECONDS" default:"10"`
 	InferenceTimeout  envSeconds `envconfig:"DEFAULT_INFERENCE_TIMEOUT_SECONDS" default:"90"`
+	BodyStallTimeout  envSeconds `envconfig:"BODY_STALL_TIMEOUT_SECONDS" default:"15"`
 
 	NumInferenceSteps envInt  `envconfig:"NUM_INFERENCE_STEPS" default:"20"`
 	ImageReturnFormat string  `envconfig:"IMAGE_RETURN_FORMAT" default:"JPEG"`

@@ -255,6 +255,7 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 		LoRAMaxFileBytes:  int64(r.LoRAMaxFileBytes),
 		AudioMemoryBudget: int64(r.AudioMemoryBudget),
 		InferenceTimeout:  time.Duration(r.InferenceTimeout),
+		BodyStallTimeout:  time.Duration(r.BodyStallTimeout),
 
 		NumInferenceSteps: int(r.NumInferenceSteps),
 		ImageReturnFormat: strings.ToUpper(strings.TrimSpace(r.ImageReturnFormat)),
@@ -438,6 +439,7 @@ func checkScalars(s *Settings) error {
 		{"RESET_DEVICE_SLEEP_TIME", s.ResetDeviceSleep, false},
 		{"WORKER_CHECK_SLEEP_TIMEOUT", s.WorkerCheckInterval, true},
 		{"DEFAULT_INFERENCE_TIMEOUT_SECONDS", s.InferenceTimeout, true},
+		{"BODY_STALL_TIMEOUT_SECONDS", s.BodyStallTimeout, true},
 		{"SHUTDOWN_GRACE_SECONDS", s.ShutdownGrace, false},
 		{"MOCK_WARMUP_SECONDS", s.MockWarmup, false},
 		{"MOCK_STEP_SECONDS", s.MockStepLatency, false},

@@ -103,6 +103,10 @@ type Settings struct {
 	LoRAMaxFileBytes int64
 	ClientWeights    map[string]int // CLIENT_WEIGHTS "api_key=2,jwt:team=1": fair-share weights, default 1
 	InferenceTimeout time.Duration  // DEFAULT_INFERENCE_TIMEOUT_SECONDS, default 90 (the code; README says 60)
+	// BodyStallTimeout is BODY_STALL_TIMEOUT_SECONDS (15): a request body that makes no
+	// progress (not one byte arrives) for this long is answered 408 and its connection closed,
+	// so a stalled upload stops holding a connection (and a MAX_CONNECTIONS slot).
+	BodyStallTimeout time.Duration
 
 	// Image.
 	NumInferenceSteps int    // NUM_INFERENCE_STEPS, default 20
@@ -271,6 +275,7 @@ func (s *Settings) Redacted() map[string]any {
 		"AUDIO_MEMORY_BUDGET_BYTES":         s.AudioMemoryBudget,
 		"CLIENT_WEIGHTS":                    s.ClientWeights,
 		"DEFAULT_INFERENCE_TIMEOUT_SECONDS": s.InferenceTimeout.Seconds(),
+		"BODY_STALL_TIMEOUT_SECONDS":        s.BodyStallTimeout.Seconds(),
 		"NUM_INFERENCE_STEPS":               s.NumInferenceSteps,
 		"IMAGE_RETURN_FORMAT":               s.ImageReturnFormat,
 		"IMAGE_QUALITY":                     s.ImageQuality,

@@ -219,6 +219,9 @@ func bodyErr(err error) error {
 	if errors.As(err, &mbe) {
 		return httpErr(http.StatusRequestEntityTooLarge, "Request body too large. Maximum allowed: %d bytes", mbe.Limit)
 	}
+	if stalled, ok := errors.AsType[*errBodyStalled](err); ok {
+		return httpErr(http.StatusRequestTimeout, "the request body made no progress: %v (BODY_STALL_TIMEOUT_SECONDS); the connection is closed", stalled)
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return httpErr(http.StatusRequestTimeout, "the request body did not arrive within the request's time budget (X-Request-Timeout)")
 	}

@@ -177,11 +177,13 @@ func (s *Server) Handler() http.Handler { return s.engine }
 func (s *Server) HTTPServer(addr string) *http.Server {
 	return &http.Server{
 		ConnState:         s.conns.track,
+		ConnContext:       withConn,
 		Addr:              addr,
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,
-		// Uploads of up to MAX_AUDIO_SIZE_BYTES over a slow link; the body limit caps size.
-		ReadTimeout:    5 * time.Minute,
+		// Uploads of up to MAX_AUDIO_SIZE_BYTES over a slow link; the body limit caps size,
+		// BODY_STALL_TIMEOUT_SECONDS a body that stops arriving (bodystall.go).
+		ReadTimeout:    bodyReadTimeout,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		// No WriteTimeout: streamed transcriptions last as long as the audio needs; each
@@ -193,7 +195,7 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recordMetrics(), s.recovery())
+	r.Use(s.requestIDMiddleware(), s.accessLog(), s.recordMetrics(), s.recovery(), s.reserveGate(), s.bodyStall())
 	// 404 and 405 in the envelope of the path's family: OpenAI's under /v1 (unmatched.go).
 	r.NoRoute(s.noRoute)
 	r.NoMethod(s.noMethod)
