@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"image"
 	"io"
 	"net"
@@ -79,7 +80,7 @@ func connAnswer(t *testing.T, c net.Conn) (int, string, bool) {
 		return resp.StatusCode, string(body), false
 	}
 	_, err = br.ReadByte()
-	return resp.StatusCode, string(body), err == io.EOF
+	return resp.StatusCode, string(body), errors.Is(err, io.EOF)
 }
 
 func getStatus(t *testing.T, addr, path string) int {
