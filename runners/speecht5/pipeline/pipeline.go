@@ -103,12 +103,19 @@ type Pipeline struct {
 	Dev Device
 	// OnStep, when not nil, is told after every decoder step (a seam for metrics and tests).
 	OnStep func(chunk, step int)
+	// FirstChunkChars, when > 0, caps the first chunk (streaming): a longer one is cut at the
+	// last clause end, else the last space, within the cap (textnorm.Lead), so that the first
+	// audio comes after as many decoder steps for a long text as for a short one.
+	FirstChunkChars int
 }
 
 // Generate speaks text: emit (may be nil) gets each chunk's audio as soon as it is vocoded;
 // an emit error stops the work and is returned.
 func (p *Pipeline) Generate(ctx context.Context, text string, emit func(ChunkAudio) error) (*Result, error) {
 	chunks := Chunks(text, p.Tok)
+	if p.FirstChunkChars > 0 && len(chunks) > 0 {
+		chunks = append(textnorm.Lead(chunks[0], p.FirstChunkChars), chunks[1:]...)
+	}
 	res := &Result{Chunks: len(chunks)}
 	for i, c := range chunks {
 		mel, steps, err := p.decode(ctx, i, c)

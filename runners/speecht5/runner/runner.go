@@ -36,6 +36,11 @@ var programMS = map[string]float64{
 	simvoice.ProgDecoder: 6.0, simvoice.ProgPostnet: 0.5, simvoice.ProgVocoder: 20.0,
 }
 
+// StreamLeadChars caps a streamed request's first chunk (pipeline.FirstChunkChars): 48
+// characters, about three seconds of speech, so the first audio comes as soon for a long text as
+// for a sentence.
+const StreamLeadChars = 48
+
 // model is the catalogue's SpeechT5.
 var model, _ = runners.Lookup(runners.RunnerSpeechT5, nil)
 
@@ -200,6 +205,7 @@ func (r *Runner) speak(ctx context.Context, req *runners.SpeechRequest, emit fun
 		}}
 	var send func(pipeline.ChunkAudio) error
 	if req.Stream && emit != nil {
+		p.FirstChunkChars = StreamLeadChars
 		send = func(c pipeline.ChunkAudio) error {
 			return emit(&runners.SpeechChunk{Index: c.Index, Chunks: c.Chunks, Samples: c.Samples, SampleRate: pipeline.SampleRate})
 		}

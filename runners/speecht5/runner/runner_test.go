@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,4 +98,32 @@ func TestStreamsChunksAndStopsOnCancel(t *testing.T) {
 	require.Greater(t, chunks[0].Chunks, 1)
 	first := len(chunks[0].Samples)/(2*256) + 4 // chunk 0's steps, then steps 0-3 of chunk 1
 	require.Equal(t, first, steps, "no decoder step after the cancel")
+}
+
+// The first audio of a streamed 200-word text comes after no more decoder steps (20% slack)
+// than that of a 10-word text: the first chunk is capped (StreamLeadChars).
+func TestTimeToFirstAudioDoesNotGrow(t *testing.T) {
+	short := "The quick brown fox jumps over the lazy dog today."
+	long := ""
+	for len(strings.Fields(long)) < 200 {
+		long += "Streaming speech starts with a short first chunk, and the rest of this long text follows it in larger chunks. "
+	}
+	firstAudioSteps := func(text string) int {
+		steps := 0
+		first := -1
+		r := New(Config{OnStep: func(int, int) { steps++ }})
+		out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.SpeechRequest{Text: text, Stream: true},
+			Emit: func(runners.Chunk) error {
+				if first < 0 {
+					first = steps
+				}
+				return nil
+			}}})
+		require.NoError(t, out[0].Err)
+		require.Positive(t, first)
+		return first
+	}
+	s, l := firstAudioSteps(short), firstAudioSteps(long)
+	t.Logf("decoder steps before the first audio: 10 words %d, 200 words %d", s, l)
+	require.LessOrEqual(t, float64(l), 1.2*float64(s))
 }

@@ -135,3 +135,37 @@ func Fit(chunk string, limit int, count func(string) int) []string {
 	}
 	return append(out, chunk)
 }
+
+// Lead cuts a streamed text's first chunk to at most limit characters so that its audio comes
+// early: at the last clause or sentence end (, ; : . ! ? followed by a space) within the limit,
+// else at the last space within it; a chunk within the limit, or one without such a place, is
+// returned whole. The rest follows as the next chunk.
+func Lead(chunk string, limit int) []string {
+	t := []rune(chunk)
+	if len(t) <= limit {
+		return []string{chunk}
+	}
+	cut := -1
+	for i := limit; i > 0; i-- {
+		if i < len(t) && isSpace(t[i]) && strings.ContainsRune(",;:.!?", t[i-1]) {
+			cut = i
+			break
+		}
+	}
+	if cut < limit/2 { // no clause end in the second half of the budget: the last space
+		for i := limit; i > 0; i-- {
+			if i < len(t) && isSpace(t[i]) {
+				cut = max(cut, i)
+				break
+			}
+		}
+	}
+	if cut <= 0 {
+		return []string{chunk}
+	}
+	head, rest := pyStrip(string(t[:cut])), pyStrip(string(t[cut:]))
+	if head == "" || rest == "" {
+		return []string{chunk}
+	}
+	return []string{head, rest}
+}

@@ -96,3 +96,31 @@ func TestFit(t *testing.T) {
 	require.Equal(t, noSpace, strings.Join(parts, ""))
 	require.Equal(t, []string{"short"}, Fit("short", MaxEncoderTokens, count))
 }
+
+func TestLead(t *testing.T) {
+	long := "The first sentence is short, but this one goes on and on for quite a while longer than the budget allows."
+	for _, tc := range []struct {
+		in    string
+		limit int
+		want  []string
+	}{
+		{"Short text.", 64, []string{"Short text."}},
+		// The clause end at 28 is in the first half of the budget: the last space is used.
+		{long, 64, []string{"The first sentence is short, but this one goes on and on for", "quite a while longer than the budget allows."}},
+		{"One, two three four five six seven eight nine ten eleven twelve, and more words to come.", 64,
+			[]string{"One, two three four five six seven eight nine ten eleven twelve,", "and more words to come."}},
+		{strings.Repeat("word ", 30), 64, []string{strings.TrimSpace(strings.Repeat("word ", 13)), strings.TrimSpace(strings.Repeat("word ", 17))}},
+		{strings.Repeat("x", 100), 64, []string{strings.Repeat("x", 100)}},
+	} {
+		got := Lead(tc.in, tc.limit)
+		require.Equal(t, tc.want, got, tc.in)
+		require.LessOrEqual(t, len([]rune(got[0])), max(tc.limit, len([]rune(tc.in))*boolInt(len(got) == 1)))
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
