@@ -59,7 +59,7 @@ func main() {
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	t0 := time.Now()
-	live := "error"
+	var live string
 	if resp, err := client.Get("http://" + addr + "/tt-liveness"); err == nil {
 		live = resp.Status
 		resp.Body.Close()
