@@ -175,8 +175,14 @@ func (s *server) bindFailed() bool { return e2e.BindFailed(s.stderr.String, s.do
 // graceful stop (SIGTERM, exit status 0 within a few seconds) at the end of the test.
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
+	return startServerWithin(t, env, 15*time.Second)
+}
+
+// startServerWithin is startServer with its own limit for the server to become ready.
+func startServerWithin(t *testing.T, env map[string]string, ready time.Duration) *server {
+	t.Helper()
 	s := launch(t, env)
-	s.waitReady(t, 15*time.Second)
+	s.waitReady(t, ready)
 	t.Cleanup(func() { s.stopAndCheck(t) })
 	return s
 }

@@ -46,6 +46,53 @@ func pythonEnv(t *testing.T, env map[string]string) map[string]string {
 	return out
 }
 
+// pythonRoads are the two ways the tests host the fake runners: as subclasses of HEAD's REAL
+// BaseDeviceRunner receiving HEAD's real request models (e2e.HeadRoad), and on our plain
+// stand-ins of them (e2e.PlainRoad).
+var pythonRoads = []struct {
+	name string
+	road func(t testing.TB) e2e.PythonRoad
+}{
+	{"head", func(t testing.TB) e2e.PythonRoad { return e2e.HeadRoad(t, repoRoot) }},
+	{"plain", func(t testing.TB) e2e.PythonRoad { return e2e.PlainRoad(t, repoRoot) }},
+}
+
+// pythonEnvOn is pythonEnv on the given road.
+func pythonEnvOn(t *testing.T, road e2e.PythonRoad, env map[string]string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	e2e.PythonBackendOn(t, road, out, 1)
+	return out
+}
+
+// startPython starts a server on Python workers of road. HEAD's road imports torch in every
+// worker (HEAD's base class does), which takes seconds of CPU; it gets longer to be ready.
+func startPython(t *testing.T, road e2e.PythonRoad, env map[string]string) *server {
+	t.Helper()
+	ready := 15 * time.Second
+	if road.Name == "head" {
+		ready = 2 * time.Minute
+	}
+	return startServerWithin(t, pythonEnvOn(t, road, env), ready)
+}
+
+// requireHosted checks, on the HEAD road, that the worker's runner subclasses HEAD's real
+// BaseDeviceRunner and that its requests were HEAD's real domain classes (module, the worker's
+// log says where each came from).
+func requireHosted(t *testing.T, s *server, road e2e.PythonRoad, requestModule string) {
+	t.Helper()
+	if road.Name != "head" {
+		return
+	}
+	head := e2e.HeadDir(repoRoot)
+	log := s.stderr.String()
+	require.Contains(t, log, "tt_model_runners.base_device_runner.BaseDeviceRunner from "+filepath.Join(head, "tt_model_runners", "base_device_runner.py"))
+	require.Contains(t, log, "from "+filepath.Join(head, "domain", requestModule+".py"))
+}
+
 // isolationEnv is env under one of the isolations: WORKER_ISOLATION for the Go runners, or
 // Python workers.
 func isolationEnv(t *testing.T, isolation string, env map[string]string) map[string]string {
@@ -76,10 +123,21 @@ func busyWorker(t *testing.T, s *server) (string, int) {
 	return id, pid
 }
 
+// TestPythonImage: a Python worker serves images in both dialects, on HEAD's real classes and on
+// the plain stand-ins.
 func TestPythonImage(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.005",
-		"DEVICE_IDS": "(0)"}))
+	for _, rd := range pythonRoads {
+		t.Run(rd.name, func(t *testing.T) {
+			t.Parallel()
+			testPythonImage(t, rd.road(t))
+		})
+	}
+}
+
+func testPythonImage(t *testing.T, road e2e.PythonRoad) {
+	s := startPython(t, road, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.005",
+		"DEVICE_IDS": "(0)"})
 	require.Contains(t, s.stderr.String(), "tt_model_runners.sdxl_generate_runner_trace.TTSDXLGenerateRunnerTrace")
 
 	t.Run("reference dialect, deterministic", func(t *testing.T) {
@@ -93,6 +151,7 @@ func TestPythonImage(t *testing.T) {
 		require.Equal(t, 1024, img.Bounds().Dx())
 		c := generate(t, s, "/image/generations", strings.Replace(body, `"seed":3`, `"seed":4`, 1))
 		require.NotEqual(t, a, c, "another seed, another picture")
+		requireHosted(t, s, road, "image_generate_request")
 	})
 	t.Run("OpenAI dialect, two images", func(t *testing.T) {
 		imgs := generateV1(t, s, `{"prompt":"Volcano on a beach","n":2,"output_format":"jpeg"}`)
@@ -100,8 +159,8 @@ func TestPythonImage(t *testing.T) {
 		require.NotEqual(t, imgs[0], imgs[1])
 	})
 	t.Run("SDXL_IMAGE_RESOLUTION reaches the runner", func(t *testing.T) {
-		small := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.005",
-			"DEVICE_IDS": "(0)", "SDXL_IMAGE_RESOLUTION": "(512, 512)"}))
+		small := startPython(t, road, map[string]string{"MODEL_RUNNER": "tt-sdxl-trace", "MOCK_STEP_SECONDS": "0.005",
+			"DEVICE_IDS": "(0)", "SDXL_IMAGE_RESOLUTION": "(512, 512)"})
 		imgs := generateV1(t, small, `{"prompt":"small","output_format":"jpeg"}`)
 		img, err := jpeg.Decode(bytes.NewReader(imgs[0]))
 		require.NoError(t, err)
@@ -118,10 +177,21 @@ func TestPythonImage(t *testing.T) {
 	})
 }
 
+// TestPythonTranscription: Python workers transcribe (JSON, pre-processed segments, NDJSON and
+// SSE streams, fan-out), on HEAD's real classes and on the plain stand-ins.
 func TestPythonTranscription(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "MOCK_AUDIO_SECONDS_PER_SECOND": "0.002",
-		"DEVICE_IDS": "(0),(1)", "MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS": "300"}))
+	for _, rd := range pythonRoads {
+		t.Run(rd.name, func(t *testing.T) {
+			t.Parallel()
+			testPythonTranscription(t, rd.road(t))
+		})
+	}
+}
+
+func testPythonTranscription(t *testing.T, road e2e.PythonRoad) {
+	s := startPython(t, road, map[string]string{"MODEL_RUNNER": "tt-whisper", "MOCK_AUDIO_SECONDS_PER_SECOND": "0.002",
+		"DEVICE_IDS": "(0),(1)", "MAX_AUDIO_DURATION_WITH_PREPROCESSING_SECONDS": "300"})
 	wav3s := toneGapTone()
 	fake := regexp.MustCompile(`Python fake transcription of [0-9.]+ seconds of (audio|silence)`)
 
@@ -132,6 +202,7 @@ func TestPythonTranscription(t *testing.T) {
 		r.JSON(t, &tr)
 		requireTranscription(t, tr, 3.0, 1e-3)
 		require.Regexp(t, fake, tr.Text)
+		requireHosted(t, s, road, "audio_processing_request")
 	})
 	t.Run("multipart with pre-processing", func(t *testing.T) {
 		r := s.postMultipart(t, audioPath, file("x.wav", "audio/wav", wav3s), field("stream", "false"), field("is_preprocessing_enabled", "true"))
@@ -182,9 +253,19 @@ func TestPythonTranscription(t *testing.T) {
 	})
 }
 
+// TestPythonCNN: a Python worker classifies, on HEAD's real classes and on the plain stand-ins.
 func TestPythonCNN(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, pythonEnv(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet", "DEVICE_IDS": "(0)"}))
+	for _, rd := range pythonRoads {
+		t.Run(rd.name, func(t *testing.T) {
+			t.Parallel()
+			testPythonCNN(t, rd.road(t))
+		})
+	}
+}
+
+func testPythonCNN(t *testing.T, road e2e.PythonRoad) {
+	s := startPython(t, road, map[string]string{"MODEL_RUNNER": "tt-xla-resnet", "DEVICE_IDS": "(0)"})
 	var buf bytes.Buffer
 	require.NoError(t, jpeg.Encode(&buf, drawPicture(320, 240, color.RGBA{R: 200, G: 40, B: 30, A: 255}), nil))
 	r := s.postMultipart(t, "/v1"+cnnPath, file("x.jpg", "image/jpeg", buf.Bytes()), field("top_k", "3"), field("min_confidence", "10"))
@@ -198,6 +279,7 @@ func TestPythonCNN(t *testing.T) {
 	require.Equal(t, item["top1_class_label"], out["labels"].([]any)[0])
 	again := s.postMultipart(t, "/v1"+cnnPath, file("x.jpg", "image/jpeg", buf.Bytes()), field("top_k", "3"), field("min_confidence", "10"))
 	require.Equal(t, r.Body, again.Body, "deterministic labels")
+	requireHosted(t, s, road, "image_search_request")
 }
 
 // TestPythonKill9: a Python worker killed with SIGKILL mid-request fails that request with 503;

@@ -48,7 +48,8 @@ func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, 
 			opTimeout = 0 // inherited as it is
 		}
 		if py != nil {
-			return py.runner(g, runner, procrunner.WorkerEnv(spec, cacheBase, opTimeout), log), nil
+			env := append(procrunner.WorkerEnv(spec, cacheBase, opTimeout), procrunner.HeadEnv(s, runner)...)
+			return py.runner(g, runner, env, log), nil
 		}
 		return procrunner.New(procrunner.Config{
 			WorkerID: g.ID,

@@ -367,7 +367,40 @@ func TestWorkerEnv(t *testing.T) {
 	s := &config.Settings{TraceRegionSize: 1234, TraceRegionSizeSet: true}
 	env := WorkerEnv(runners.WorkerSpec{WorkerID: "2,3", Devices: []int{2, 3}, Mesh: config.MeshShape{Rows: 1, Cols: 2}, Settings: s},
 		"/cache", 92*time.Second)
-	require.Equal(t, []string{"TT_VISIBLE_DEVICES=2,3", "TT_METAL_CACHE=/cache/group-2_3", "DEVICE_MESH_SHAPE=(1,2)",
+	require.Equal(t, []string{"TT_VISIBLE_DEVICES=2,3", "TT_METAL_CACHE=/cache/group-2_3", "DEVICE_MESH_SHAPE=[1,2]",
 		"TRACE_REGION_SIZE=1234", "TT_METAL_OPERATION_TIMEOUT_SECONDS=92"}, env)
 	require.Equal(t, []string{"TT_METAL_CACHE=/c/group-all"}, WorkerEnv(runners.WorkerSpec{}, "/c", 0))
+}
+
+// TestHeadEnv: a Python worker's HEAD settings are written as HEAD's pydantic parses them, with
+// the server's resolved values (a pool's own groups; no preset or mesh override applied twice).
+func TestHeadEnv(t *testing.T) {
+	s := &config.Settings{ModelRunner: "tt-sdxl-trace", DeviceIDs: "(0),(1)", DeviceMeshShape: config.MeshShape{Rows: 2, Cols: 4},
+		SDXLResolution: 512, InferenceTimeout: 1500 * time.Millisecond, NewDeviceDelay: 30 * time.Second,
+		ResetDeviceSleep: 250 * time.Millisecond, IsGalaxy: true, MaxQueueSize: 17,
+		Pools: []config.Pool{{Runner: "tt-whisper", Service: "audio", Groups: []config.DeviceGroup{{ID: "4,5"}, {ID: "6"}}}}}
+	tests := []struct {
+		name, runner string
+		want         []string
+	}{
+		{"single pool", "tt-sdxl-trace", []string{"MODEL=", "TP2=false", "SD_3_5_BASE=false", "SD_3_5_FAST=false",
+			"SP_MESH_4X32=false", "DEVICE_MESH_SHAPE=[2,4]", "SDXL_IMAGE_RESOLUTION=[512,512]",
+			"REQUEST_PROCESSING_TIMEOUT_SECONDS=2", "NEW_DEVICE_DELAY_SECONDS=30", "RESET_DEVICE_SLEEP_TIME=0.25",
+			"IS_GALAXY=true", "MAX_QUEUE_SIZE=17", "MODEL_RUNNER=tt-sdxl-trace", "MODEL_SERVICE=image", "DEVICE_IDS=(0),(1)"}},
+		{"a MODEL_POOLS pool", "tt-whisper", []string{"MODEL_RUNNER=tt-whisper", "MODEL_SERVICE=audio", "DEVICE_IDS=(4,5),(6)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := HeadEnv(s, tt.runner)
+			for _, w := range tt.want {
+				require.Contains(t, env, w)
+			}
+			seen := map[string]bool{}
+			for _, kv := range env {
+				k, _, _ := strings.Cut(kv, "=")
+				require.False(t, seen[k], "%s given twice", k)
+				seen[k] = true
+			}
+		})
+	}
 }

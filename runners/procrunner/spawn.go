@@ -160,7 +160,8 @@ func WorkerEnv(spec runners.WorkerSpec, cacheBase string, opTimeout time.Duratio
 		env = append(env, "TT_METAL_CACHE="+filepath.Join(cacheBase, "group-"+group))
 	}
 	if spec.Mesh.Chips() > 0 {
-		env = append(env, fmt.Sprintf("DEVICE_MESH_SHAPE=(%d,%d)", spec.Mesh.Rows, spec.Mesh.Cols))
+		// JSON: the form HEAD's Settings (pydantic) parses in a Python worker; config reads it too.
+		env = append(env, "DEVICE_MESH_SHAPE="+jsonPair(spec.Mesh.Rows, spec.Mesh.Cols))
 	}
 	if spec.Settings != nil && spec.Settings.TraceRegionSizeSet {
 		env = append(env, "TRACE_REGION_SIZE="+strconv.Itoa(spec.Settings.TraceRegionSize))

@@ -168,9 +168,35 @@ func (b *LockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// PythonExe is the interpreter the Python-worker tests give the server: Debian's, not a pyenv
+// PythonExe is the interpreter of the plain road's Python-worker tests: Debian's, not a pyenv
 // shim that may be first on PATH.
 const PythonExe = "/usr/bin/python3"
+
+// PythonRoad is how a Python-worker test hosts the fake runners of workers/python/fakes.
+type PythonRoad struct {
+	Name string
+	// Exe runs the worker (PYTHON_EXECUTABLE); RunnerPath is PYTHON_RUNNER_PATH; PythonPath,
+	// when not empty, goes on PYTHONPATH (Debian modules the interpreter lacks).
+	Exe, RunnerPath, PythonPath string
+}
+
+// Env is the road's environment entries (PYTHON_EXECUTABLE, PYTHON_RUNNER_PATH, PYTHONPATH).
+func (r PythonRoad) Env() map[string]string {
+	env := map[string]string{"PYTHON_EXECUTABLE": r.Exe, "PYTHON_RUNNER_PATH": r.RunnerPath, "PYTHONDONTWRITEBYTECODE": "1"}
+	if r.PythonPath != "" {
+		env["PYTHONPATH"] = r.PythonPath
+	}
+	return env
+}
+
+// skipOrFail skips t, or fails it under CI=true, where the project's scripts install everything.
+func skipOrFail(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
 
 // RequirePython skips (fails under CI=true) unless PythonExe with PIL and numpy can run the
 // fake runners of workers/python/fakes.
@@ -180,25 +206,84 @@ func RequirePython(t testing.TB) {
 	if err == nil {
 		return
 	}
-	msg := fmt.Sprintf("%s with PIL and numpy is needed for the Python worker tests (scripts/install-python-worker-deps.sh): %v %s", PythonExe, err, out)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
+	skipOrFail(t, fmt.Sprintf("%s with PIL and numpy is needed for the Python worker tests (scripts/install-python-worker-deps.sh): %v %s", PythonExe, err, out))
+}
+
+// PlainRoad hosts the fake runners on our own stand-ins of HEAD's base class and request
+// classes (workers/python/fakes/plain: plain objects, no pydantic) with Debian's python3.
+func PlainRoad(t testing.TB, root string) PythonRoad {
+	t.Helper()
+	RequirePython(t)
+	fakes := filepath.Join(root, "workers", "python", "fakes")
+	return PythonRoad{Name: "plain", Exe: PythonExe, RunnerPath: fakes + string(os.PathListSeparator) + filepath.Join(fakes, "plain")}
+}
+
+// HeadDir is tt-media-server HEAD's source beside the repository (../shared/tt-media-server-head).
+func HeadDir(root string) string {
+	return filepath.Join(root, "..", "shared", "tt-media-server-head")
+}
+
+// headModules are HEAD's imports beyond pydantic: Debian packages (python3-numpy, python3-pil,
+// python3-torch, python3-prometheus-client) by their module directories.
+var headModules = []string{"numpy", "PIL", "torch", "prometheus_client"}
+
+// debianModules is where Debian's python3-* packages put their modules.
+const debianModules = "/usr/lib/python3/dist-packages"
+
+// HeadRoad hosts the fake runners as subclasses of HEAD's REAL BaseDeviceRunner, receiving
+// HEAD's real request models and reading HEAD's real Settings: PYTHON_RUNNER_PATH is the fakes
+// (their runner modules, at HEAD's module paths, shadow HEAD's) then HEAD's tree; the
+// interpreter is the python3 on PATH that has pydantic 2 and pydantic-settings (HEAD's
+// README-SUBSET.md), with Debian's numpy, PIL, torch and prometheus_client linked into a
+// directory on PYTHONPATH when it lacks them (only those: its own typing_extensions is newer
+// than Debian's). Skips (fails under CI=true) when HEAD's tree or an interpreter is missing.
+func HeadRoad(t testing.TB, root string) PythonRoad {
+	t.Helper()
+	head := HeadDir(root)
+	if _, err := os.Stat(filepath.Join(head, "tt_model_runners", "base_device_runner.py")); err != nil {
+		skipOrFail(t, fmt.Sprintf("HEAD's tree is absent (%v): it lives beside the repository in ../shared/tt-media-server-head", err))
 	}
-	t.Skip(msg)
+	out, err := exec.Command("python3", "-c", "import sys, pydantic_settings; print(sys.executable)").CombinedOutput()
+	if err != nil {
+		skipOrFail(t, fmt.Sprintf("no python3 with pydantic 2 and pydantic-settings on PATH (HEAD's README-SUBSET.md): %v %s", err, out))
+	}
+	exe := strings.TrimSpace(string(out))
+	links := t.TempDir()
+	for _, m := range headModules {
+		if exec.Command(exe, "-c", "import "+m).Run() == nil {
+			continue // its own
+		}
+		if err := os.Symlink(filepath.Join(debianModules, m), filepath.Join(links, m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := exec.Command(exe, "-c", "import "+strings.Join(headModules, ", ")+", pydantic_settings")
+	check.Env = append(os.Environ(), "PYTHONPATH="+links)
+	if out, err := check.CombinedOutput(); err != nil {
+		skipOrFail(t, fmt.Sprintf("%s cannot import HEAD's dependencies with Debian's linked in (scripts/install-python-worker-deps.sh installs python3-numpy, python3-pil, python3-torch, python3-prometheus-client): %v %s", exe, err, out))
+	}
+	fakes := filepath.Join(root, "workers", "python", "fakes")
+	return PythonRoad{Name: "head", Exe: exe, RunnerPath: fakes + string(os.PathListSeparator) + head, PythonPath: links}
 }
 
 // PythonBackend turns a mock-server environment (vars, changed in place) into its
-// Python-worker twin: DEVICE_BACKEND=python hosting the fake runners of root/workers/python/fakes,
-// one single-chip group per chip (devices) unless DEVICE_IDS is set, no start-up delay, and a
-// harmless RESET_DEVICE_COMMAND unless one is set (nothing is simulated with the python
-// backend, so the command really runs).
+// Python-worker twin: DEVICE_BACKEND=python hosting the fake runners of root/workers/python/fakes
+// on the plain road (PlainRoad), one single-chip group per chip (devices) unless DEVICE_IDS is
+// set, no start-up delay, and a harmless RESET_DEVICE_COMMAND unless one is set (nothing is
+// simulated with the python backend, so the command really runs).
 func PythonBackend(t testing.TB, vars map[string]string, root string, devices int) {
 	t.Helper()
-	RequirePython(t)
+	PythonBackendOn(t, PlainRoad(t, root), vars, devices)
+}
+
+// PythonBackendOn is PythonBackend on the given road.
+func PythonBackendOn(t testing.TB, road PythonRoad, vars map[string]string, devices int) {
+	t.Helper()
 	delete(vars, "WORKER_ISOLATION")
-	vars["DEVICE_BACKEND"], vars["PYTHON_EXECUTABLE"] = "python", PythonExe
-	vars["PYTHON_RUNNER_PATH"] = filepath.Join(root, "workers", "python", "fakes")
-	vars["PYTHONDONTWRITEBYTECODE"] = "1"
+	vars["DEVICE_BACKEND"] = "python"
+	for k, v := range road.Env() {
+		vars[k] = v
+	}
 	if _, ok := vars["DEVICE_IDS"]; !ok {
 		ids := make([]string, max(devices, 1))
 		for i := range ids {

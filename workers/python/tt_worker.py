@@ -301,6 +301,7 @@ def request_class(kind):
     if kind not in _request_classes:
         try:
             _request_classes[kind] = import_attr(*REQUESTS[kind])
+            log.info("%s requests: %s.%s from %s", kind, *REQUESTS[kind], inspect.getsourcefile(_request_classes[kind]))
         except ImportError as e:
             log.info("no %s.%s (%s): the runner gets plain request objects", *REQUESTS[kind], e)
             _request_classes[kind] = None
@@ -721,8 +722,10 @@ class Worker:
                         f"{os.environ.get('PYTHON_RUNNER_PATH', '')!r}, PYTHON_RUNNER_CLASS="
                         f"{os.environ.get('PYTHON_RUNNER_CLASS', '')!r})")}))
                     return
-                log.info("runner %s: %s.%s on device group %r (TT_VISIBLE_DEVICES=%s)", self.runner_name,
-                         cls.__module__, cls.__name__, self.group, os.environ.get("TT_VISIBLE_DEVICES", ""))
+                log.info("runner %s: %s.%s on device group %r (TT_VISIBLE_DEVICES=%s); bases: %s", self.runner_name,
+                         cls.__module__, cls.__name__, self.group, os.environ.get("TT_VISIBLE_DEVICES", ""),
+                         ", ".join(f"{b.__module__}.{b.__name__} from {inspect.getsourcefile(b)}" for b in cls.__mro__[1:]
+                                   if b.__module__ not in ("builtins", "abc")))
                 self.runner = cls(self.group)
                 if hasattr(self.runner, "set_device"):
                     self.call(self.runner.set_device)

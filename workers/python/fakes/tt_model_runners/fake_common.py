@@ -1,6 +1,7 @@
 """Latency and fault injection shared by the fake runners (ours; see ../README.md)."""
 
 import asyncio
+import json
 import os
 import re
 import time
@@ -8,7 +9,18 @@ import time
 import ttnn
 import tt_worker_hooks as hooks
 
-from tt_model_runners.base_device_runner import BaseDeviceRunner, mesh_shape
+from tt_model_runners.base_device_runner import BaseDeviceRunner
+
+
+def mesh_shape(runner):
+    """The worker's mesh: HEAD's settings.device_mesh_shape on the HEAD road (the server's
+    DEVICE_MESH_SHAPE as HEAD parsed it), else DEVICE_MESH_SHAPE as the server passes it ("[1,1]")."""
+    settings = getattr(runner, "settings", None)
+    if settings is not None:
+        rows, cols = settings.device_mesh_shape
+        return int(rows), int(cols)
+    rows, cols = (int(x) for x in re.findall(r"\d+", os.environ.get("DEVICE_MESH_SHAPE", "[1,1]")))
+    return rows, cols
 
 
 def seconds(name, default=0.0):
@@ -48,6 +60,15 @@ def trigger(text):
         hold_gil(float(m.group(1)))
 
 
+def dump_settings(path):
+    """Writes HEAD's own get_settings() as JSON to path (the HEAD road only)."""
+    from config.settings import get_settings
+
+    with open(path + ".tmp", "w") as f:
+        json.dump(get_settings().model_dump(mode="json"), f)
+    os.replace(path + ".tmp", path)
+
+
 class FakeRunner(BaseDeviceRunner):
     """A fake device runner: opens a fake mesh, sleeps the MOCK_* latencies, injects faults."""
 
@@ -56,7 +77,7 @@ class FakeRunner(BaseDeviceRunner):
         self.calls = 0
 
     def set_device(self):
-        rows, cols = mesh_shape()
+        rows, cols = mesh_shape(self)
         self.ttnn_device = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(rows, cols), l1_small_size=1024)
         return {"mesh_shape": (rows, cols), "chips": self.ttnn_device.get_device_ids()}
 
@@ -64,8 +85,11 @@ class FakeRunner(BaseDeviceRunner):
         msg = os.environ.get("FAKE_RUNNER_WARMUP_FAIL")
         if msg:
             raise RuntimeError(f"fake warm-up failure: {msg}")
+        dump = os.environ.get("FAKE_RUNNER_SETTINGS_DUMP")
+        if dump:
+            dump_settings(dump)
         await asyncio.sleep(seconds("MOCK_WARMUP_SECONDS", 0.0))
-        self.logger.info("fake %s warm on chips %s", type(self).__name__, self.ttnn_device.get_device_ids())
+        self.logger.info(f"fake {type(self).__name__} warm on chips {self.ttnn_device.get_device_ids()}")
         return True
 
     def health_check(self, deep=False):

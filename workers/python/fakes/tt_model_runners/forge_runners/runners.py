@@ -1,7 +1,11 @@
 """Fake of HEAD's Forge CNN runners (ours): ImageNet labels derived from the picture's mean
 colour, 16 x MOCK_CNN_SECONDS of device time per call, HEAD's ImageClassificationResult."""
 
+import base64
+import io
 import os
+
+from PIL import Image
 
 from domain.image_search_response import ImageClassificationResult
 from tt_model_runners.fake_common import FakeRunner, seconds
@@ -33,7 +37,8 @@ class ForgeRunner(FakeRunner):
         return [self.classify(r) for r in image_search_requests]
 
     def classify(self, request):
-        img = request.get_pil_image().convert("RGB")
+        data = request.prompt if isinstance(request.prompt, bytes) else base64.b64decode(request.prompt)
+        img = Image.open(io.BytesIO(data)).convert("RGB")
         small = img.resize((8, 8))
         px = list(small.getdata())
         mean = [sum(p[c] for p in px) / len(px) for c in range(3)]

@@ -1,4 +1,5 @@
-"""Fake of HEAD's tt_model_runners.base_device_runner (ours): the same interface."""
+"""Fake of HEAD's tt_model_runners.base_device_runner (ours): the same interface, for the plain
+road (no HEAD tree, no pydantic). On the HEAD road the fakes subclass HEAD's real class."""
 
 import logging
 import os
@@ -31,9 +32,3 @@ class BaseDeviceRunner(ABC):
     def is_request_batchable(self, request, batch=None):
         return True
 
-
-def mesh_shape():
-    """DEVICE_MESH_SHAPE as the server passes it: "(rows,cols)"."""
-    raw = os.environ.get("DEVICE_MESH_SHAPE", "(1,1)").strip("() ")
-    rows, cols = (int(x) for x in raw.split(","))
-    return rows, cols
