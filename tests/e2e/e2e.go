@@ -243,11 +243,27 @@ func HeadRoad(t testing.TB, root string) PythonRoad {
 	if _, err := os.Stat(filepath.Join(head, "tt_model_runners", "base_device_runner.py")); err != nil {
 		skipOrFail(t, fmt.Sprintf("HEAD's tree is absent (%v): it lives beside the repository in ../shared/tt-media-server-head", err))
 	}
-	out, err := exec.Command("python3", "-c", "import sys, pydantic_settings; print(sys.executable)").CombinedOutput()
-	if err != nil {
-		skipOrFail(t, fmt.Sprintf("no python3 with pydantic 2 and pydantic-settings on PATH (HEAD's README-SUBSET.md): %v %s", err, out))
+	// python3 on PATH first; pyenv's shim when PATH lacks it (a non-login shell).
+	candidates := []string{"python3"}
+	if r := os.Getenv("PYENV_ROOT"); r != "" {
+		candidates = append(candidates, filepath.Join(r, "shims", "python3"))
 	}
-	exe := strings.TrimSpace(string(out))
+	if home, err := os.UserHomeDir(); err == nil {
+		candidates = append(candidates, filepath.Join(home, ".pyenv", "shims", "python3"))
+	}
+	var exe string
+	var tried []string
+	for _, c := range candidates {
+		out, err := exec.Command(c, "-c", "import sys, pydantic_settings; print(sys.executable)").CombinedOutput()
+		if err == nil {
+			exe = strings.TrimSpace(string(out))
+			break
+		}
+		tried = append(tried, fmt.Sprintf("%s: %v %s", c, err, bytes.TrimSpace(out)))
+	}
+	if exe == "" {
+		skipOrFail(t, fmt.Sprintf("no python3 with pydantic 2 and pydantic-settings (HEAD's README-SUBSET.md): %s", strings.Join(tried, "; ")))
+	}
 	links := t.TempDir()
 	for _, m := range headModules {
 		if exec.Command(exe, "-c", "import "+m).Run() == nil {
