@@ -239,3 +239,13 @@ func parseMesh(s string) (MeshShape, error) {
 	}
 	return MeshShape{Rows: dims[0], Cols: dims[1]}, nil
 }
+
+// deviceIDs32 is DEVICE_IDS' default on hardware: one worker per chip of a 32-chip Galaxy,
+// "(0),(1),…,(31)" (HEAD's settings default).
+var deviceIDs32 = func() string {
+	parts := make([]string, 32)
+	for i := range parts {
+		parts[i] = "(" + strconv.Itoa(i) + ")"
+	}
+	return strings.Join(parts, ",")
+}()

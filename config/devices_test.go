@@ -23,7 +23,7 @@ func TestParseDeviceIDs(t *testing.T) {
 		{"(3),(1)", []DeviceGroup{{"3", []int{3}}, {"1", []int{1}}}}, // order kept
 		{"(07)", []DeviceGroup{{"7", []int{7}}}},
 		{"(10),(11)", []DeviceGroup{{"10", []int{10}}, {"11", []int{11}}}},
-		{singleChipGroups(32), func() []DeviceGroup {
+		{deviceIDs32, func() []DeviceGroup {
 			var gs []DeviceGroup
 			for i := range 32 {
 				gs = append(gs, DeviceGroup{itoa(i), []int{i}})

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // Defaults that depend on the mode, so they are not envconfig default tags.
@@ -309,42 +311,42 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 // cell (overriding explicit values, as Python does). It reports whether a cell was applied and
 // marks DEVICE_IDS as set by it.
 func applyPreset(s *Settings, raw *rawEnv) (bool, error) {
-	var model modelInfo
+	var model catalogue.Model
+	var name catalogue.ModelName
 	if s.Model != "" {
-		m, ok := lookupModel(s.Model)
+		m, n, ok := catalogue.ModelByName(s.Model)
 		if !ok {
 			return false, invalid("MODEL", s.Model, "accepted: %s", modelNames())
 		}
-		model = m
+		model, name = m, n
 	}
-	if s.Device != "" && !contains(knownDevices, s.Device) {
-		return false, invalid("DEVICE", raw.Device, "accepted: %s", strings.Join(knownDevices, ", "))
+	if s.Device != "" && !contains(catalogue.Devices(), s.Device) {
+		return false, invalid("DEVICE", raw.Device, "accepted: %s", strings.Join(catalogue.Devices(), ", "))
 	}
 	if s.Model == "" || s.Device == "" {
 		return false, nil // Python applies a preset only when both are set
 	}
-	p, ok := modelConfigs[presetKey{model.runner, s.Device}]
+	p, ok := model.Presets[s.Device]
 	if !ok {
-		have := devicesWithPreset(model.runner)
-		return false, invalid("MODEL", s.Model, "has no preset for DEVICE=%s (presets: %s)", s.Device, strings.Join(have, ", "))
+		return false, invalid("MODEL", s.Model, "has no preset for DEVICE=%s (presets: %s)", s.Device, strings.Join(devicesWithPreset(model), ", "))
 	}
-	s.ModelRunner = model.runner
-	if model.weights != "" {
-		s.ModelWeightsPath = model.weights
+	s.ModelRunner = model.Name
+	if name.Weights != "" {
+		s.ModelWeightsPath = name.Weights
 	}
-	s.DeviceMeshShape = p.mesh
-	s.IsGalaxy = p.isGalaxy
-	raw.DeviceIDs = optString{s: p.deviceIDs, set: true}
-	if p.maxBatchSize > 0 {
-		s.MaxBatchSize = p.maxBatchSize
+	s.DeviceMeshShape = MeshShape{Rows: p.Mesh[0], Cols: p.Mesh[1]}
+	s.IsGalaxy = p.IsGalaxy
+	raw.DeviceIDs = optString{s: p.DeviceIDs, set: true}
+	if p.MaxBatchSize > 0 {
+		s.MaxBatchSize = p.MaxBatchSize
 	}
 	return true, nil
 }
 
 // checkModel validates MODEL_RUNNER and MODEL_SERVICE and fills MODEL_SERVICE when empty.
 func checkModel(s *Settings) error {
-	if !contains(knownRunners, s.ModelRunner) {
-		return invalid("MODEL_RUNNER", s.ModelRunner, "accepted: %s", strings.Join(knownRunners, ", "))
+	if !contains(KnownRunners(), s.ModelRunner) {
+		return invalid("MODEL_RUNNER", s.ModelRunner, "accepted: %s", strings.Join(KnownRunners(), ", "))
 	}
 	want, err := ServiceForRunner(s.ModelRunner)
 	if s.ModelService == "" {
@@ -354,8 +356,8 @@ func checkModel(s *Settings) error {
 		s.ModelService = want
 		return nil
 	}
-	if !contains(knownServices, s.ModelService) {
-		return invalid("MODEL_SERVICE", s.ModelService, "accepted: %s", strings.Join(knownServices, ", "))
+	if !contains(knownServices(), s.ModelService) {
+		return invalid("MODEL_SERVICE", s.ModelService, "accepted: %s", strings.Join(knownServices(), ", "))
 	}
 	if err == nil && s.ModelService != want {
 		return invalid("MODEL_SERVICE", s.ModelService, "MODEL_RUNNER=%s serves %q; leave MODEL_SERVICE unset or set it to %s", s.ModelRunner, want, want)
@@ -462,9 +464,9 @@ func checkScalars(s *Settings) error {
 // unset), and the mesh-versus-group check is skipped.
 func chipsPerID(device string) int {
 	switch device {
-	case DeviceN150, DeviceGalaxy:
+	case catalogue.DeviceN150, catalogue.DeviceGalaxy:
 		return 1
-	case DeviceN300, DeviceT3K:
+	case catalogue.DeviceN300, catalogue.DeviceT3K:
 		return 2
 	}
 	return 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/stretchr/testify/require"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // env is a fake environment for LoadFrom.
@@ -258,11 +259,16 @@ func TestPresets(t *testing.T) {
 		{"mobilenetv2", "n150", "tt-xla-mobilenetv2", "", MeshShape{1, 1}, false, "(0)", 0},
 		{"mobilenetv2", "n300", "tt-xla-mobilenetv2", "", MeshShape{1, 1}, false, "(0),(1)", 0},
 	}
+	type presetKey struct{ runner, device string }
 	covered := map[presetKey]bool{}
 	for _, tt := range tests {
 		covered[presetKey{tt.runner, tt.device}] = true
 	}
-	require.Len(t, covered, len(modelConfigs), "every ModelConfigs cell has a row")
+	cells := 0
+	for _, m := range catalogue.Models() {
+		cells += len(m.Presets)
+	}
+	require.Len(t, covered, cells, "every ModelConfigs cell has a row")
 	for _, tt := range tests {
 		t.Run(tt.model+"@"+tt.device, func(t *testing.T) {
 			// Explicit values the preset must override, as in Python (observed there with
@@ -452,6 +458,12 @@ func TestServiceForRunner(t *testing.T) {
 	want := map[string]string{
 		"tt-sdxl-trace": "image", "tt-sd3.5": "image", "tt-sdxl-image-to-image": "image", "tt-sdxl-edit": "image", "tt-whisper": "audio", "tt-yolov4": "cnn",
 		"tt-xla-resnet": "cnn", "tt-xla-vovnet": "cnn", "tt-xla-mobilenetv2": "cnn", "tt-speecht5-tts": "text_to_speech",
+	}
+	var videoRunners []string
+	for _, m := range catalogue.Models() {
+		if m.Service == catalogue.ServiceVideo {
+			videoRunners = append(videoRunners, m.Name)
+		}
 	}
 	for _, r := range videoRunners {
 		want[r] = "video"

@@ -39,7 +39,7 @@ func parsePools(s *Settings, raw string) ([]Pool, error) {
 		}
 		svc, err := ServiceForRunner(runner)
 		if err != nil {
-			return nil, invalid("MODEL_POOLS", raw, "runner %q: accepted runners: %s (mock cannot be pooled)", runner, strings.Join(knownRunners, ", "))
+			return nil, invalid("MODEL_POOLS", raw, "runner %q: accepted runners: %s (mock cannot be pooled)", runner, strings.Join(KnownRunners(), ", "))
 		}
 		if other, dup := seenService[svc]; dup {
 			return nil, invalid("MODEL_POOLS", raw, "%s and %s both serve the %s routes; one pool per API family", other, runner, svc)

@@ -6,11 +6,13 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // DefaultTraceRegionSize is TRACE_REGION_SIZE's default (the Python server's, SDXL's region);
 // rawEnv's default tag spells the same number, which a test checks.
-const DefaultTraceRegionSize = 34_541_598
+const DefaultTraceRegionSize = catalogue.DefaultTraceRegionSize
 
 // DeviceGroup is one worker's devices, as parsed from DEVICE_IDS: "(0,1)" → ID "0,1",
 // Devices [0 1]. An empty ID (DEVICE_IDS="") means "all visible devices".

@@ -6,6 +6,8 @@ import (
 	"image"
 	"image/color"
 	"math"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // probeDeepSteps is a deep image probe's denoising steps: a full-size request (the Python
@@ -22,11 +24,11 @@ func ProbeRequest(runner string, svc Service, deep bool) (req Request, check fun
 		seed := int64(0)
 		r := &ImageRequest{Prompt: "Sunrise on a beach", NegativePrompt: "low resolution", NumInferenceSteps: 1,
 			Seed: &seed, GuidanceScale: DefaultGuidance(runner)}
-		if runner == RunnerSDXLImg2Img || runner == RunnerSDXLEdit {
+		if m, _ := catalogue.Resolve(runner, svc); m.Image.Input != catalogue.InputNone {
 			// As their warm-up: a 1x1 picture, 2 steps at strength 0.99 (one denoising step).
 			r.NumInferenceSteps, r.Strength = 2, 0.99
 			r.InitImage = image.NewNRGBA(image.Rect(0, 0, 1, 1))
-			if runner == RunnerSDXLEdit {
+			if m.Image.Input == catalogue.InputInpaint {
 				r.Mask = &image.Gray{Pix: []uint8{255}, Stride: 1, Rect: image.Rect(0, 0, 1, 1)}
 			}
 		}

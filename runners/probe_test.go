@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 func TestProbeRequest(t *testing.T) {
@@ -13,8 +14,8 @@ func TestProbeRequest(t *testing.T) {
 		svc    Service
 		good   Result
 	}{
-		{RunnerSDXL, ServiceImage, &ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}},
-		{RunnerSDXLEdit, ServiceImage, &ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}},
+		{catalogue.RunnerSDXL, ServiceImage, &ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}},
+		{catalogue.RunnerSDXLEdit, ServiceImage, &ImageResult{Images: []image.Image{image.NewRGBA(image.Rect(0, 0, 8, 8))}}},
 		{"tt-whisper", ServiceAudio, &TranscriptionResult{Text: ""}},
 		{"tt-xla-resnet", ServiceCNN, &CNNResult{Top: []Classification{{Label: "x", Probability: 0.5}}}},
 	}
@@ -27,14 +28,14 @@ func TestProbeRequest(t *testing.T) {
 			require.Error(t, check(&otherResult{}))
 		}
 	}
-	shallow, _ := ProbeRequest(RunnerSDXL, ServiceImage, false)
-	deep, _ := ProbeRequest(RunnerSDXL, ServiceImage, true)
+	shallow, _ := ProbeRequest(catalogue.RunnerSDXL, ServiceImage, false)
+	deep, _ := ProbeRequest(catalogue.RunnerSDXL, ServiceImage, true)
 	require.Equal(t, 1, shallow.(*ImageRequest).NumInferenceSteps)
 	require.Equal(t, 20, deep.(*ImageRequest).NumInferenceSteps)
 	require.Equal(t, 5.0, shallow.(*ImageRequest).GuidanceScale)
-	sd35, _ := ProbeRequest(RunnerSD35, ServiceImage, false)
+	sd35, _ := ProbeRequest(catalogue.RunnerSD35, ServiceImage, false)
 	require.Equal(t, 3.5, sd35.(*ImageRequest).GuidanceScale, "the model's default guidance")
-	edit, _ := ProbeRequest(RunnerSDXLEdit, ServiceImage, false)
+	edit, _ := ProbeRequest(catalogue.RunnerSDXLEdit, ServiceImage, false)
 	require.NotNil(t, edit.(*ImageRequest).Mask, "an inpainting runner's probe carries a mask")
 	a, _ := ProbeRequest("tt-whisper", ServiceAudio, true)
 	require.Len(t, a.(*AudioRequest).Samples, 160000)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -62,7 +63,7 @@ func (r *Registry) Names() []string {
 		mock = mock || e.simulated != nil
 	}
 	if mock {
-		names = append(names, RunnerMock)
+		names = append(names, catalogue.RunnerMock)
 	}
 	sort.Strings(names)
 	return names
@@ -76,7 +77,7 @@ func (r *Registry) unknown(name string) error {
 // like the Python server, it serves the family MODEL_SERVICE names, which callers resolve
 // from the settings.
 func (r *Registry) Service(name string) (Service, error) {
-	if name == RunnerMock && slices.Contains(r.Names(), RunnerMock) {
+	if name == catalogue.RunnerMock && slices.Contains(r.Names(), catalogue.RunnerMock) {
 		return "", nil
 	}
 	m, ok := Lookup(name, nil)
@@ -89,7 +90,7 @@ func (r *Registry) Service(name string) (Service, error) {
 // New builds the named runner for one device group. "mock" builds the simulated runner of
 // MODEL_SERVICE's default model.
 func (r *Registry) New(name string, spec WorkerSpec) (Runner, error) {
-	if name == RunnerMock {
+	if name == catalogue.RunnerMock {
 		service := ""
 		if spec.Settings != nil {
 			service = spec.Settings.ModelService

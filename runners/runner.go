@@ -9,16 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"image"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
-// Service is the API family a runner serves; exactly one is mounted per process.
-type Service string
+// Service is the API family a runner serves (the catalogue's); one pool per service.
+type Service = catalogue.Service
 
-// The three API families of the Python server.
+// The API families, as the catalogue names them (for the Request interface's users).
 const (
-	ServiceImage Service = "image"
-	ServiceAudio Service = "audio"
-	ServiceCNN   Service = "cnn"
+	ServiceImage = catalogue.ServiceImage
+	ServiceAudio = catalogue.ServiceAudio
+	ServiceCNN   = catalogue.ServiceCNN
 )
 
 // ErrUnknownRunner is returned by the registry for a MODEL_RUNNER it does not know.

@@ -3,10 +3,12 @@ package runners
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // ServiceTextToSpeech is the text-to-speech API family (HEAD's MODEL_SERVICE=text_to_speech).
-const ServiceTextToSpeech Service = "text_to_speech"
+const ServiceTextToSpeech = catalogue.ServiceTextToSpeech
 
 // SpeechEmbeddingDim is the length of a SpeechT5 speaker embedding (an x-vector).
 const SpeechEmbeddingDim = 512

@@ -18,6 +18,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // maxPromptChars bounds prompts. The text encoders see at most 77 CLIP tokens (T5: 256 for
@@ -47,15 +48,14 @@ type imageDefaults struct {
 }
 
 // minStepsSchema is HEAD's schema bound of num_inference_steps (ge=4); the runner's own floor
-// (minStepsFor) is checked after it, as HEAD's field validator does.
+// (the catalogue's MinSteps) is checked after it, as HEAD's field validator does.
 const minStepsSchema = 4
 
-// minStepsFor is the num_inference_steps floor of a runner: 12 for SDXL and SD3.5 (and the
-// mock runners standing in for them), as HEAD's validator has it for every runner that is
-// not Flux (4) or z-image-turbo (none); none of those is served here.
-func minStepsFor(runner string) int {
-	_ = runner // every runner served here has the default floor
-	return 12
+// imagePolicy is the request policy of an image runner ("mock": the image service's default
+// model), from the catalogue.
+func imagePolicy(runner string) catalogue.ImagePolicy {
+	m, _ := catalogue.Resolve(runner, runners.ServiceImage)
+	return m.Image
 }
 
 // imageGenerateFields are the fields of HEAD's ImageGenerateRequest
@@ -100,7 +100,7 @@ func parseImageFields(b *body, d imageDefaults) *imageRequest {
 	// HEAD's default 5.0, or the model's own (SD3.5: 3.5, what HEAD's SD3.5 runner always uses).
 	r.GuidanceScale = runners.DefaultGuidance(d.runner)
 	r.NumInferenceSteps = d.steps
-	floor := minStepsFor(d.runner)
+	floor := imagePolicy(d.runner).MinSteps
 	if d.steps < floor || d.steps > maxSteps {
 		r.NumInferenceSteps = 20
 	}
@@ -210,7 +210,7 @@ func capCustomSchedule(b *body, r *runners.ImageRequest, runner string) {
 		name, steps = "timesteps", len(r.Timesteps)
 	case len(r.Sigmas) > 0:
 		name, steps = "sigmas", len(r.Sigmas)
-		if runner != runners.RunnerSD35 {
+		if !imagePolicy(runner).FlowMatch {
 			steps-- // the last sigma ends the schedule: N+1 sigmas are N steps
 		}
 	default:
@@ -240,7 +240,7 @@ func (s *Server) resolveLoRA(ctx context.Context, r *runners.ImageRequest) error
 	if r.LoRAPath == "" {
 		return nil
 	}
-	if runner := s.pool(runners.ServiceImage).Runner; runner == runners.RunnerSD35 {
+	if runner := s.pool(runners.ServiceImage).Runner; !imagePolicy(runner).LoRA {
 		return httpErr(http.StatusBadRequest, "lora_path: LoRA adapters are supported by the SDXL runners only, not %s", runner)
 	}
 	if s.cfg.DeviceBackend == config.BackendMetal && !s.cfg.Mock {
@@ -296,37 +296,42 @@ func (s *Server) handleImage(c *gin.Context, in *request) {
 	s.answerPythonImages(c, req, true)
 }
 
-// refuseUnusedFields refuses the fields the image model has no use for, rather than accept
-// and ignore them: SD3.5's pipeline has no guidance rescale and no SDXL micro-conditioning, so
-// a guidance_rescale or crop_coords_top_left other than the default (0, [0, 0]) is a 400
-// naming it.
+// refuseUnusedFields refuses the fields the image model has no use for (the catalogue's
+// Unused, e.g. SD3.5's pipeline has no guidance rescale and no SDXL micro-conditioning), rather
+// than accept and ignore them: a value other than the default is a 400 naming it. Served by
+// HEAD's own Python class, the fields that class does not read (PythonUnused) are refused too.
 func (s *Server) refuseUnusedFields(r *runners.ImageRequest) error {
 	runner := s.pool(runners.ServiceImage).Runner
-	if runner != runners.RunnerSD35 {
+	p, set := imagePolicy(runner), imageFieldsSet(r)
+	for _, f := range p.Unused {
+		if set[f.Name] {
+			return httpErr(http.StatusBadRequest, "%s: %s does not support it (%s); drop it or send %s", f.Name, runner, f.Why, f.Default)
+		}
+	}
+	if !s.headImageRunner() {
 		return nil
 	}
-	switch {
-	case r.GuidanceRescale != 0:
-		return httpErr(http.StatusBadRequest, "guidance_rescale: %s does not support it (SD3.5's pipeline has no guidance rescale); drop it or send 0", runner)
-	case r.CropCoordsTopLeft != [2]float64{}:
-		return httpErr(http.StatusBadRequest, "crop_coords_top_left: %s does not support it (SDXL micro-conditioning only); drop it or send [0, 0]", runner)
-	}
-	if !s.headSD35() {
-		return nil
-	}
-	// HEAD's own SD3.5 runner in Python workers does not read these (our pipeline does).
-	const why = "%s: HEAD's SD3.5 runner (DEVICE_BACKEND=python) does not use it; drop it, or serve tt-sd3.5 with the Go pipeline"
-	switch {
-	case r.Prompt2 != "":
-		return httpErr(http.StatusBadRequest, why, "prompt_2")
-	case r.NegativePrompt2 != "":
-		return httpErr(http.StatusBadRequest, why, "negative_prompt_2")
-	case len(r.Timesteps) > 0:
-		return httpErr(http.StatusBadRequest, why, "timesteps")
-	case len(r.Sigmas) > 0:
-		return httpErr(http.StatusBadRequest, why, "sigmas")
+	const why = "%s: HEAD's %s runner (DEVICE_BACKEND=python) does not use it; drop it, or serve %s with the Go pipeline"
+	for _, f := range p.PythonUnused {
+		if set[f] {
+			return httpErr(http.StatusBadRequest, why, f, runner, runner)
+		}
 	}
 	return nil
+}
+
+// imageFieldsSet tells, for each request field a catalogue policy may refuse, whether the
+// request sets it to other than its default.
+func imageFieldsSet(r *runners.ImageRequest) map[string]bool {
+	return map[string]bool{
+		"guidance_rescale":     r.GuidanceRescale != 0,
+		"crop_coords_top_left": r.CropCoordsTopLeft != [2]float64{},
+		"prompt_2":             r.Prompt2 != "",
+		"negative_prompt_2":    r.NegativePrompt2 != "",
+		"timesteps":            len(r.Timesteps) > 0,
+		"sigmas":               len(r.Sigmas) > 0,
+		"negative_prompt":      r.NegativePrompt != "",
+	}
 }
 
 // refuseUnguided refuses the fields only classifier-free guidance reads when the request
@@ -336,7 +341,7 @@ func (s *Server) refuseUnusedFields(r *runners.ImageRequest) error {
 // envelopes. (0 is "not sent": the model's default, which guides. HEAD's own SD3.5 runner in
 // Python workers always guides at 3.5, so there they are used.)
 func (s *Server) refuseUnguided(r *runners.ImageRequest) error {
-	if r.GuidanceScale == 0 || r.GuidanceScale > 1 || s.headSD35() {
+	if r.GuidanceScale == 0 || r.GuidanceScale > 1 || (s.headImageRunner() && imagePolicy(s.pool(runners.ServiceImage).Runner).PythonGuidance > 0) {
 		return nil
 	}
 	for _, f := range []struct {
@@ -356,14 +361,14 @@ func (s *Server) refuseUnguided(r *runners.ImageRequest) error {
 	return nil
 }
 
-// headSD35 reports whether tt-sd3.5 is served by HEAD's own Python runner (a python pool
-// without PYTHON_RUNNER_CLASS, which could host anything).
-func (s *Server) headSD35() bool {
+// headImageRunner reports whether the image pool's runner is served by HEAD's own Python class
+// (a python pool without PYTHON_RUNNER_CLASS, which could host anything).
+func (s *Server) headImageRunner() bool {
 	if s.cfg.PythonRunnerClass != "" {
 		return false
 	}
 	for _, p := range s.cfg.Pools {
-		if p.Runner == runners.RunnerSD35 && s.cfg.PoolBackend(p) == config.BackendPython {
+		if p.Service == string(runners.ServiceImage) && s.cfg.PoolBackend(p) == config.BackendPython {
 			return true
 		}
 	}

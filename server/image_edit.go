@@ -22,6 +22,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/imageproc"
 )
 
@@ -53,11 +54,14 @@ type imageInputRoute struct {
 	edit       bool
 }
 
-// imageInputRoutes maps the image-input runners to their routes (HEAD: which image route
-// exists depends on MODEL_RUNNER).
-var imageInputRoutes = map[string]imageInputRoute{
-	runners.RunnerSDXLImg2Img: {v1: "/v1/images/image-to-image", legacy: "/image/image-to-image"},
-	runners.RunnerSDXLEdit:    {v1: "/v1/images/edits", legacy: "/image/edits", edit: true},
+// imageInputRouteFor is the route of an image-input runner (HEAD: which image route exists
+// depends on MODEL_RUNNER), from the catalogue; ok is false for text-to-image runners.
+func imageInputRouteFor(runner string) (imageInputRoute, bool) {
+	m, ok := catalogue.Lookup(runner)
+	if !ok || m.Image.Input == catalogue.InputNone || len(m.Routes) == 0 {
+		return imageInputRoute{}, false
+	}
+	return imageInputRoute{v1: m.Routes[0].V1, legacy: m.Routes[0].Legacy, edit: m.Image.Input == catalogue.InputInpaint}, true
 }
 
 // reserveImage reserves an upload's decode memory from IMAGE_MEMORY_BUDGET_BYTES (measured from
@@ -124,7 +128,7 @@ func (s *Server) handleImageInput(route imageInputRoute) handlerFunc {
 			}
 		}
 		if !route.edit && hasMask {
-			b.add("extra_forbidden", []any{"mask"}, "mask is for inpainting (MODEL_RUNNER="+runners.RunnerSDXLEdit+"); this server runs "+runner, shorten(maskB64), nil)
+			b.add("extra_forbidden", []any{"mask"}, "mask is for inpainting (MODEL_RUNNER="+catalogue.RunnerSDXLEdit+"); this server runs "+runner, shorten(maskB64), nil)
 		}
 		req.Strength = defaultStrength
 		if v := b.float("strength", false); v != nil && b.rangeCheck("strength", *v, 0, 1, true, rawInput(b, "strength")) {
@@ -238,7 +242,7 @@ func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, 
 	}
 	sizes := models.imageSizes() // the model's output size (SDXL_IMAGE_RESOLUTION)
 	req := &openAIImageRequest{size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
-	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(runners.RunnerSDXLEdit), defaultStrength
+	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(catalogue.RunnerSDXLEdit), defaultStrength
 	var img, mask []byte
 	var gotImage, gotMask, gotPrompt, gotCompression bool
 	form := openAIFormSpec([]string{"image", "image[]", "mask"}, nil)
@@ -350,9 +354,9 @@ func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, 
 	case !gotPrompt || strings.TrimSpace(req.Prompt) == "":
 		return nil, nil, nil, invalidParam("prompt", "prompt must be a non-empty string")
 	case route.edit && !gotMask:
-		return nil, nil, nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", runners.RunnerSDXLEdit)
+		return nil, nil, nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", catalogue.RunnerSDXLEdit)
 	case !route.edit && gotMask:
-		return nil, nil, nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", runners.RunnerSDXLEdit)
+		return nil, nil, nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", catalogue.RunnerSDXLEdit)
 	case gotCompression && req.outputFormat == "png":
 		return nil, nil, nil, invalidParam("output_compression", "output_compression applies to jpeg and webp only; output_format is png (lossless)")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 func pngBytes(t *testing.T, img image.Image) []byte {
@@ -71,7 +72,7 @@ func TestImageInputRequests(t *testing.T) {
 		colour.Pix[i] = uint8(i)
 	}
 
-	s, f := imageInputServer(t, runners.RunnerSDXLEdit, "")
+	s, f := imageInputServer(t, catalogue.RunnerSDXLEdit, "")
 	w := serve(s, http.MethodPost, "/v1/images/edits", "application/json", []byte(fmt.Sprintf(
 		`{"prompt": "p", "image": "data:image/png;base64,%s", "mask": %q, "strength": 0.3, "seed": 5}`,
 		base64.StdEncoding.EncodeToString(img), base64.StdEncoding.EncodeToString(pngBytes(t, gray)))))
@@ -125,9 +126,9 @@ func TestImageInputRequests(t *testing.T) {
 // TestImageInputModelSchema: /v1/models shows HEAD's request schema of the runner.
 func TestImageInputModelSchema(t *testing.T) {
 	for runner, want := range map[string][]string{
-		runners.RunnerSDXLImg2Img: {"ImageToImageRequest", "image", "strength"},
-		runners.RunnerSDXLEdit:    {"ImageEditRequest", "image", "strength", "mask"},
-		runners.RunnerSDXL:        {"ImageGenerateRequest"},
+		catalogue.RunnerSDXLImg2Img: {"ImageToImageRequest", "image", "strength"},
+		catalogue.RunnerSDXLEdit:    {"ImageEditRequest", "image", "strength", "mask"},
+		catalogue.RunnerSDXL:        {"ImageGenerateRequest"},
 	} {
 		s, _ := imageInputServer(t, runner, t.TempDir())
 		w := serve(s, http.MethodGet, "/v1/models/"+runner, "", nil)
@@ -155,7 +156,7 @@ func TestImageInputModelSchema(t *testing.T) {
 func TestResolveLoRAServer(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(root), "x.safetensors"), []byte("x"), 0o600))
-	s, f := imageInputServer(t, runners.RunnerSDXL, root)
+	s, f := imageInputServer(t, catalogue.RunnerSDXL, root)
 	f.last = nil
 	w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "../x.safetensors"}`))
 	require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
@@ -176,7 +177,7 @@ func TestResolveLoRAMetal(t *testing.T) {
 		{config.BackendSim, true, "no such file under LORA_ROOT"},
 	} {
 		t.Run(tc.backend, func(t *testing.T) {
-			s, f := imageInputServer(t, runners.RunnerSDXL, t.TempDir())
+			s, f := imageInputServer(t, catalogue.RunnerSDXL, t.TempDir())
 			s.cfg.DeviceBackend, s.cfg.Mock = tc.backend, tc.mock
 			f.last = nil
 			w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "style.safetensors"}`))
@@ -203,7 +204,7 @@ func TestResolveLoRALimits(t *testing.T) {
 		{"big-header.safetensors", http.StatusRequestEntityTooLarge, "IMAGE_MEMORY_BUDGET_BYTES"},
 		{"zeros.safetensors", http.StatusBadRequest, "header length 0"},
 	} {
-		s, f := imageInputServer(t, runners.RunnerSDXL, root)
+		s, f := imageInputServer(t, catalogue.RunnerSDXL, root)
 		s.imageMem.total = 1 << 20
 		w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "`+tc.file+`"}`))
 		require.Equal(t, tc.status, w.Code, w.Body.String())
@@ -212,8 +213,8 @@ func TestResolveLoRALimits(t *testing.T) {
 	}
 	f := &fakeSched{ready: true}
 	cfg := testSettings()
-	cfg.ModelRunner, cfg.LoRARoot, cfg.LoRAMaxFileBytes = runners.RunnerSDXL, root, 1000
-	s := New(Deps{Settings: cfg, Pools: []Pool{{Service: runners.ServiceImage, Runner: runners.RunnerSDXL, Sched: f}}, Sched: f})
+	cfg.ModelRunner, cfg.LoRARoot, cfg.LoRAMaxFileBytes = catalogue.RunnerSDXL, root, 1000
+	s := New(Deps{Settings: cfg, Pools: []Pool{{Service: runners.ServiceImage, Runner: catalogue.RunnerSDXL, Sched: f}}, Sched: f})
 	w := serve(s, http.MethodPost, "/v1/images/generations", "application/json", []byte(`{"prompt": "p", "lora_path": "zeros.safetensors"}`))
 	require.Equal(t, http.StatusRequestEntityTooLarge, w.Code, w.Body.String())
 	require.Contains(t, w.Body.String(), "LORA_MAX_FILE_BYTES")

@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // TestHEADImageAnswerShapes: HEAD's image answers field for field, route by route
@@ -24,12 +23,12 @@ func TestHEADImageAnswerShapes(t *testing.T) {
 		runner, path, body string
 		fields             []string
 	}{
-		{runners.RunnerSDXL, "/v1/images/generations", `{"prompt": "p", "seed": 1}`, []string{"generation_time", "images"}},
-		{runners.RunnerSDXL, "/image/generations", `{"prompt": "p", "seed": 1}`, []string{"generation_time", "images"}},
-		{runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", fmt.Sprintf(`{"prompt": "p", "image": %q}`, img), []string{"images"}},
-		{runners.RunnerSDXLImg2Img, "/image/image-to-image", fmt.Sprintf(`{"prompt": "p", "image": %q}`, img), []string{"images"}},
-		{runners.RunnerSDXLEdit, "/v1/images/edits", fmt.Sprintf(`{"prompt": "p", "image": %q, "mask": %q}`, img, mask), []string{"images"}},
-		{runners.RunnerSDXLEdit, "/image/edits", fmt.Sprintf(`{"prompt": "p", "image": %q, "mask": %q}`, img, mask), []string{"images"}},
+		{catalogue.RunnerSDXL, "/v1/images/generations", `{"prompt": "p", "seed": 1}`, []string{"generation_time", "images"}},
+		{catalogue.RunnerSDXL, "/image/generations", `{"prompt": "p", "seed": 1}`, []string{"generation_time", "images"}},
+		{catalogue.RunnerSDXLImg2Img, "/v1/images/image-to-image", fmt.Sprintf(`{"prompt": "p", "image": %q}`, img), []string{"images"}},
+		{catalogue.RunnerSDXLImg2Img, "/image/image-to-image", fmt.Sprintf(`{"prompt": "p", "image": %q}`, img), []string{"images"}},
+		{catalogue.RunnerSDXLEdit, "/v1/images/edits", fmt.Sprintf(`{"prompt": "p", "image": %q, "mask": %q}`, img, mask), []string{"images"}},
+		{catalogue.RunnerSDXLEdit, "/image/edits", fmt.Sprintf(`{"prompt": "p", "image": %q, "mask": %q}`, img, mask), []string{"images"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // part is one multipart part; a part with a filename is a file.
@@ -65,10 +66,10 @@ func TestDuplicateFormFieldsRefused(t *testing.T) {
 		dups               []string // each sent once more: 400 naming it
 		repeatable         []part   // added to form: still served
 	}{
-		{"edits", runners.RunnerSDXLEdit, "/v1/images/edits", runners.ServiceImage, true,
+		{"edits", catalogue.RunnerSDXLEdit, "/v1/images/edits", runners.ServiceImage, true,
 			[]part{{"image", "i.png", img}, {"mask", "m.png", mask}, {"prompt", "", "p"}, {"n", "", "1"}, {"seed", "", "3"}},
 			[]string{"mask", "image", "prompt", "n", "seed"}, nil},
-		{"image-to-image", runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", runners.ServiceImage, true,
+		{"image-to-image", catalogue.RunnerSDXLImg2Img, "/v1/images/image-to-image", runners.ServiceImage, true,
 			[]part{{"image[]", "i.png", img}, {"prompt", "", "p"}, {"strength", "", "0.5"}, {"size", "", "auto"}},
 			[]string{"image[]", "prompt", "strength", "size"}, nil},
 		{"OpenAI transcription", "tt-whisper", "/v1/audio/transcriptions", runners.ServiceAudio, true,
@@ -128,7 +129,7 @@ func TestDuplicateFormFieldsRefused(t *testing.T) {
 	}
 
 	t.Run("image and image[] together", func(t *testing.T) {
-		h, _ := pythonFieldsServer(t, runners.ServiceImage, runners.RunnerSDXLEdit)
+		h, _ := pythonFieldsServer(t, runners.ServiceImage, catalogue.RunnerSDXLEdit)
 		ct, body := partsBody(t, []part{{"image", "i.png", img}, {"image[]", "j.png", img}, {"mask", "m.png", mask}, {"prompt", "", "p"}})
 		w := do(h, http.MethodPost, "/v1/images/edits", ct, "Bearer k", body)
 		require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())

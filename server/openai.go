@@ -20,6 +20,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 		}
 		switch p.Service {
 		case runners.ServiceImage:
-			if route, ok := imageInputRoutes[p.Runner]; ok {
+			if route, ok := imageInputRouteFor(p.Runner); ok {
 				g.POST(strings.TrimPrefix(route.v1, "/v1"), auth, limited, deadline, s.limitBody(maxImageBody, dialectOpenAI),
 					s.inference(inferenceRoute{rule: &imageInputRule, python: s.handleImageInput(route), openai: s.handleOpenAIImageInput(route, models)}))
 				continue
@@ -127,18 +128,6 @@ func (t *modelTable) imageSizes() []string {
 	return []string{t.size}
 }
 
-// canonicalModel is the Python ModelNames entry per MODEL_RUNNER.
-var canonicalModel = map[string]string{
-	"tt-sdxl-trace":      "stable-diffusion-xl-base-1.0",
-	"tt-sd3.5":           "stable-diffusion-3.5-large",
-	"tt-whisper":         "openai-whisper-large-v3",
-	"tt-xla-resnet":      "microsoft/resnet-50",
-	"tt-xla-vovnet":      "vovnet",
-	"tt-xla-mobilenetv2": "mobilenetv2",
-	"tt-yolov4":          "yolov4",
-	"tt-speecht5-tts":    "microsoft/speecht5_tts",
-}
-
 // openAIAliases are the OpenAI model names accepted for each service.
 var openAIAliases = map[runners.Service][]string{
 	runners.ServiceImage: {"dall-e-2", "dall-e-3", "gpt-image-1"},
@@ -152,16 +141,9 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 	if runner == cfg.ModelRunner { // MODEL and MODEL_WEIGHTS_PATH describe the main model
 		weights, canon = cfg.ModelWeightsPath, cfg.Model
 	}
+	m, _ := catalogue.Resolve(runner, svc) // MODEL_RUNNER=mock: the service's default model
 	if canon == "" {
-		canon = canonicalModel[runner]
-	}
-	if canon == "" { // MODEL_RUNNER=mock: the family's default model
-		canon = map[runners.Service]string{
-			runners.ServiceImage:        canonicalModel["tt-sdxl-trace"],
-			runners.ServiceAudio:        canonicalModel["tt-whisper"],
-			runners.ServiceCNN:          canonicalModel["tt-xla-resnet"],
-			runners.ServiceTextToSpeech: canonicalModel["tt-speecht5-tts"],
-		}[svc]
+		canon = m.Canonical // the catalogue's model id
 	}
 	served := ""
 	if runner == cfg.ModelRunner {
@@ -173,8 +155,8 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 			t.ids = append(t.ids, id)
 		}
 	}
-	if svc == runners.ServiceImage && cfg.SDXLResolution == 512 && runner != "tt-sd3.5" {
-		t.size = "512x512" // SDXL_IMAGE_RESOLUTION (SD3.5 always makes 1024x1024)
+	if svc == runners.ServiceImage && cfg.SDXLResolution == 512 && m.Image.Size == 0 {
+		t.size = "512x512" // SDXL_IMAGE_RESOLUTION (models of a fixed size, e.g. SD3.5, ignore it)
 	}
 	if svc == runners.ServiceImage {
 		if schema, err := imageRequestSchemaFor(runner); err == nil {

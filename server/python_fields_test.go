@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // pythonFieldsServer serves svc with runner on a fake scheduler that answers every request.
@@ -121,12 +122,12 @@ func TestPythonDialectRefusesUnknownFields(t *testing.T) {
 			bad:     pyFieldsCase{svc: img, runner: "tt-sdxl-trace", paths: gen, json: `{"prompt":"a","scheduler":null}`},
 			unknown: []string{"scheduler"}},
 		{name: "image-to-image",
-			ok:      pyFieldsCase{svc: img, runner: runners.RunnerSDXLImg2Img, paths: i2i, json: `{"prompt":"a","image":"` + pngB64 + `","strength":0.5}`},
-			bad:     pyFieldsCase{svc: img, runner: runners.RunnerSDXLImg2Img, paths: i2i, json: `{"prompt":"a","image":"` + pngB64 + `","strength":0.5,"negative_aesthetic_score":2.5}`},
+			ok:      pyFieldsCase{svc: img, runner: catalogue.RunnerSDXLImg2Img, paths: i2i, json: `{"prompt":"a","image":"` + pngB64 + `","strength":0.5}`},
+			bad:     pyFieldsCase{svc: img, runner: catalogue.RunnerSDXLImg2Img, paths: i2i, json: `{"prompt":"a","image":"` + pngB64 + `","strength":0.5,"negative_aesthetic_score":2.5}`},
 			unknown: []string{"negative_aesthetic_score"}},
 		{name: "edits",
-			ok:      pyFieldsCase{svc: img, runner: runners.RunnerSDXLEdit, paths: edit, json: `{"prompt":"a","image":"` + pngB64 + `","mask":"` + maskB64 + `"}`},
-			bad:     pyFieldsCase{svc: img, runner: runners.RunnerSDXLEdit, paths: edit, json: `{"prompt":"a","image":"` + pngB64 + `","mask":"` + maskB64 + `","mask_blur":4}`},
+			ok:      pyFieldsCase{svc: img, runner: catalogue.RunnerSDXLEdit, paths: edit, json: `{"prompt":"a","image":"` + pngB64 + `","mask":"` + maskB64 + `"}`},
+			bad:     pyFieldsCase{svc: img, runner: catalogue.RunnerSDXLEdit, paths: edit, json: `{"prompt":"a","image":"` + pngB64 + `","mask":"` + maskB64 + `","mask_blur":4}`},
 			unknown: []string{"mask_blur"}},
 		{name: "audio json",
 			ok:      pyFieldsCase{svc: aud, runner: "tt-whisper", paths: tr, json: `{"file":"` + wavB64 + `","stream":false}`},
@@ -193,8 +194,8 @@ func TestPythonSchemaFieldsAreRead(t *testing.T) {
 		fields []string
 	}{
 		{"image", runners.ServiceImage, "tt-sdxl-trace", "/v1/images/generations", imageGenerateFields},
-		{"i2i", runners.ServiceImage, runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", append(append([]string{}, imageGenerateFields...), "image", "strength")},
-		{"edit", runners.ServiceImage, runners.RunnerSDXLEdit, "/v1/images/edits", append(append([]string{}, imageGenerateFields...), imageInputFields...)},
+		{"i2i", runners.ServiceImage, catalogue.RunnerSDXLImg2Img, "/v1/images/image-to-image", append(append([]string{}, imageGenerateFields...), "image", "strength")},
+		{"edit", runners.ServiceImage, catalogue.RunnerSDXLEdit, "/v1/images/edits", append(append([]string{}, imageGenerateFields...), imageInputFields...)},
 		{"audio", runners.ServiceAudio, "tt-whisper", "/v1/audio/transcriptions", pythonAudioFields},
 		{"cnn", runners.ServiceCNN, "tt-resnet", "/v1/cnn/search-image", cnnFields},
 	}
@@ -243,9 +244,9 @@ func TestHEADClientBodies(t *testing.T) {
 			json: `{"prompt":"Rabbit","seed":0,"guidance_scale":3.0,"number_of_images":1,"num_inference_steps":20}`}},
 		{"sdxl demo page", pyFieldsCase{svc: img, runner: "tt-sdxl-trace", paths: gen,
 			json: `{"prompt":"a","num_inference_steps":20,"guidance_scale":5,"negative_prompt":"b","seed":7}`}},
-		{"img2img param test", pyFieldsCase{svc: img, runner: runners.RunnerSDXLImg2Img, paths: []string{"/v1/images/image-to-image", "/image/image-to-image"},
+		{"img2img param test", pyFieldsCase{svc: img, runner: catalogue.RunnerSDXLImg2Img, paths: []string{"/v1/images/image-to-image", "/image/image-to-image"},
 			json: `{"prompt":"a","image":"` + pngB64 + `","num_inference_steps":20,"seed":0,"guidance_scale":7.5,"number_of_images":1,"strength":0.6}`}},
-		{"inpainting param test", pyFieldsCase{svc: img, runner: runners.RunnerSDXLEdit, paths: []string{"/v1/images/edits", "/image/edits"},
+		{"inpainting param test", pyFieldsCase{svc: img, runner: catalogue.RunnerSDXLEdit, paths: []string{"/v1/images/edits", "/image/edits"},
 			json: `{"prompt":"a","image":"` + pngB64 + `","mask":"` + maskB64 + `","num_inference_steps":20,"seed":0,"guidance_scale":7.5,"number_of_images":1,"strength":0.9}`}},
 		{"audio performance test (static/data/audio_test.json)", pyFieldsCase{svc: aud, runner: "tt-whisper", paths: []string{"/v1/audio/transcriptions", "/audio/transcriptions"},
 			json: `{"stream":false,"is_preprocessing_enabled":true,"perform_diarization":false,"response_format":"verbose_json","temperatures":[0.0,0.2,0.4,0.6,0.8,1.0],"compression_ratio_threshold":2.4,"logprob_threshold":-1.0,"no_speech_threshold":0.6,"return_timestamps":false,"prompt":"","file":"` + wavB64 + `"}`}},
@@ -335,8 +336,8 @@ func TestUnguidedFieldsRefused(t *testing.T) {
 		{"python negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
 		{"python negative_prompt_2", "tt-sdxl-trace", "/image/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt_2":"blur"}`, 400, "negative_prompt_2"},
 		{"python guidance_rescale", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.0,"guidance_rescale":0.7}`, 400, "guidance_rescale"},
-		{"python sd3.5 negative_prompt", runners.RunnerSD35, "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
-		{"python image-to-image", runners.RunnerSDXLImg2Img, "/v1/images/image-to-image", `{"prompt":"a","image":"` + pngB64 + `","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
+		{"python sd3.5 negative_prompt", catalogue.RunnerSD35, "/v1/images/generations", `{"prompt":"a","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
+		{"python image-to-image", catalogue.RunnerSDXLImg2Img, "/v1/images/image-to-image", `{"prompt":"a","image":"` + pngB64 + `","guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
 		{"openai negative_prompt", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","n":1,"guidance_scale":1,"negative_prompt":"blur"}`, 400, "negative_prompt"},
 		{"guided: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","guidance_scale":1.5,"negative_prompt":"blur","guidance_rescale":0.7}`, 200, ""},
 		{"default guidance: used", "tt-sdxl-trace", "/v1/images/generations", `{"prompt":"a","negative_prompt":"blur"}`, 200, ""},
@@ -369,7 +370,7 @@ func TestUnguidedOpenAIEdits(t *testing.T) {
 		status   int
 	}{{"1", 400}, {"2", 200}} {
 		t.Run("guidance "+tc.guidance, func(t *testing.T) {
-			h, f := pythonFieldsServer(t, runners.ServiceImage, runners.RunnerSDXLEdit)
+			h, f := pythonFieldsServer(t, runners.ServiceImage, catalogue.RunnerSDXLEdit)
 			var body bytes.Buffer
 			mw := multipart.NewWriter(&body)
 			for name, data := range map[string][]byte{"image": png, "mask": mask} {

@@ -209,7 +209,7 @@ func (s *Server) routes() *gin.Engine {
 		// Legacy paths speak the Python dialect only and carry deprecation headers (dialect.go);
 		// their /v1 successors speak both dialects (openaiRoutes).
 		case runners.ServiceImage:
-			if route, ok := imageInputRoutes[p.Runner]; ok { // image-to-image and inpainting (image_edit.go)
+			if route, ok := imageInputRouteFor(p.Runner); ok { // image-to-image and inpainting (image_edit.go)
 				r.POST(route.legacy, deprecated(route.v1), authed, limited, deadline, s.limitBody(maxImageBody, dialectPython),
 					s.inference(inferenceRoute{rule: &imageInputRule, successor: route.v1, python: s.handleImageInput(route)}))
 				continue

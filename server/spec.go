@@ -13,8 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/goccy/go-yaml"
-
-	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 //go:embed openapi.yaml
@@ -85,10 +84,11 @@ func imageRequestSchemaFor(runner string) (json.RawMessage, error) {
 		return nil, errors.New("the spec has no ImageGenerateRequest schema")
 	}
 	title := "ImageGenerateRequest"
-	extensions := map[string][]string{
-		runners.RunnerSDXLImg2Img: {"ImageToImageRequest"},
-		runners.RunnerSDXLEdit:    {"ImageToImageRequest", "ImageEditRequest"},
-	}[runner]
+	m, _ := catalogue.Lookup(runner)
+	extensions := map[catalogue.ImageInput][]string{
+		catalogue.InputTransform: {"ImageToImageRequest"},
+		catalogue.InputInpaint:   {"ImageToImageRequest", "ImageEditRequest"},
+	}[m.Image.Input]
 	for _, name := range extensions {
 		ext, ok := doc.Components.Schemas[name]
 		if !ok {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -87,14 +88,14 @@ func openAPIPath(ginPath string) string { return ginParam.ReplaceAllString(ginPa
 // specOperations are the "METHOD path" entries of the spec mounted for the services given
 // (operations without x-tt-service are mounted for every service).
 func specOperations(doc *openapi3.T, services ...runners.Service) []string {
-	return specOperationsFor(doc, runners.RunnerSDXL, services...)
+	return specOperationsFor(doc, catalogue.RunnerSDXL, services...)
 }
 
 // specOperationsFor is specOperations with imageRunner as the image family's runner: an
 // operation with x-tt-runners is mounted only for those runners, and an image-input runner
 // (image-to-image, edits) mounts only its own image operations.
 func specOperationsFor(doc *openapi3.T, imageRunner string, services ...runners.Service) []string {
-	_, inputRunner := imageInputRoutes[imageRunner]
+	_, inputRunner := imageInputRouteFor(imageRunner)
 	var out []string
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -153,7 +154,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 			require.Equal(t, specOperations(doc, services...), routerOperations(s))
 		})
 	}
-	for _, runner := range []string{runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit} {
+	for _, runner := range []string{catalogue.RunnerSDXLImg2Img, catalogue.RunnerSDXLEdit} {
 		t.Run(runner, func(t *testing.T) {
 			s := New(Deps{Settings: testSettings(), Pools: []Pool{{Service: runners.ServiceImage, Runner: runner, Sched: &fakeSched{ready: true}}},
 				Sched: &fakeSched{ready: true}, Metrics: metrics.New()})

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -45,7 +46,7 @@ func speechFake() *fakeSched {
 
 func speechServer(f *fakeSched) http.Handler {
 	s := testSettings()
-	s.ModelRunner = runners.RunnerSpeechT5
+	s.ModelRunner = catalogue.RunnerSpeechT5
 	return New(Deps{Settings: s, Service: runners.ServiceTextToSpeech, Sched: f}).Handler()
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -46,16 +47,16 @@ func TestRunnersOnTheSimulator(t *testing.T) {
 		req    runners.Request
 		info   func(t *testing.T, info ttnn.DeviceInfo)
 	}{
-		{runners.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}, func(t *testing.T, info ttnn.DeviceInfo) {
+		{catalogue.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}, func(t *testing.T, info ttnn.DeviceInfo) {
 			require.Equal(t, uint64(32768), info.L1SmallSize)
 			require.Equal(t, uint64(34541598), info.TraceRegionSize)
 		}},
-		{runners.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
+		{catalogue.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
 			Segments: []runners.Span{{Start: 0, End: 1}}}, func(t *testing.T, info ttnn.DeviceInfo) {
 			require.Equal(t, 2, info.CommandQueues)
 			require.Equal(t, uint64(100_000_000), info.TraceRegionSize)
 		}},
-		{runners.RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}, func(t *testing.T, info ttnn.DeviceInfo) {
+		{catalogue.RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}, func(t *testing.T, info ttnn.DeviceInfo) {
 			require.Equal(t, uint64(1_470_464), info.TraceRegionSize)
 		}},
 	}
@@ -108,7 +109,7 @@ func devInfo(t *testing.T, r runners.Runner) ttnn.DeviceInfo {
 func TestSimulatorTimeFollowsMockLatency(t *testing.T) {
 	unsetScale(t)
 	reg := NewRegistry()
-	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0},
+	r, err := reg.New(catalogue.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0},
 		Settings: processSettings(func(s *config.Settings) { s.MockStepLatency = 20 * time.Millisecond })})
 	require.NoError(t, err)
 	defer r.Close()
@@ -142,7 +143,7 @@ func TestDispatchTimeoutIsDeviceLost(t *testing.T) {
 	t.Setenv("TTB_SIM_HANG_AFTER", "6") // warm-up runs 4 programs; the 2nd step of the request hangs
 	t.Setenv("TT_METAL_OPERATION_TIMEOUT_SECONDS", "0.05")
 	reg := NewRegistry()
-	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: processSettings(nil)})
+	r, err := reg.New(catalogue.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: processSettings(nil)})
 	require.NoError(t, err)
 	require.NoError(t, r.Warmup(context.Background()))
 	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,18 +24,18 @@ func TestRegister(t *testing.T) {
 		request runners.Request
 		result  any
 	}{
-		{runners.RunnerSDXL, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
-		{runners.RunnerSD35, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
-		{runners.RunnerSDXLImg2Img, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 2, Strength: 0.5,
+		{catalogue.RunnerSDXL, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
+		{catalogue.RunnerSD35, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}},
+		{catalogue.RunnerSDXLImg2Img, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 2, Strength: 0.5,
 			InitImage: solid(8, 8, 10, 20, 30)}, &runners.ImageResult{}},
-		{runners.RunnerSDXLEdit, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 2, Strength: 0.5,
+		{catalogue.RunnerSDXLEdit, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 2, Strength: 0.5,
 			InitImage: solid(8, 8, 10, 20, 30), Mask: image.NewGray(image.Rect(0, 0, 8, 8))}, &runners.ImageResult{}},
-		{runners.RunnerWhisper, runners.ServiceAudio, &runners.AudioRequest{Samples: make([]float32, 160), SampleRate: 16000, Duration: 0.01}, &runners.TranscriptionResult{}},
-		{runners.RunnerResNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
-		{runners.RunnerVoVNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
-		{runners.RunnerMobileNetV2, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
-		{runners.RunnerYOLOv4, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
-		{runners.RunnerSpeechT5, runners.ServiceTextToSpeech, &runners.SpeechRequest{Text: "Hi."}, &runners.SpeechResult{}},
+		{catalogue.RunnerWhisper, runners.ServiceAudio, &runners.AudioRequest{Samples: make([]float32, 160), SampleRate: 16000, Duration: 0.01}, &runners.TranscriptionResult{}},
+		{catalogue.RunnerResNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerVoVNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerMobileNetV2, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerYOLOv4, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerSpeechT5, runners.ServiceTextToSpeech, &runners.SpeechRequest{Text: "Hi."}, &runners.SpeechResult{}},
 	}
 	require.Len(t, reg.Names(), len(tests)+1)
 	for _, tc := range tests {
@@ -56,12 +57,12 @@ func TestRegister(t *testing.T) {
 	}
 
 	t.Run("mock follows MODEL_SERVICE", func(t *testing.T) {
-		svc, err := reg.Service(runners.RunnerMock)
+		svc, err := reg.Service(catalogue.RunnerMock)
 		require.NoError(t, err)
 		require.Equal(t, runners.Service(""), svc)
 		for service, result := range map[string]any{"image": &runners.ImageResult{}, "audio": &runners.TranscriptionResult{}, "cnn": &runners.CNNResult{},
 			"text_to_speech": &runners.SpeechResult{}} {
-			r, err := reg.New(runners.RunnerMock, runners.WorkerSpec{Settings: &config.Settings{ModelService: service}})
+			r, err := reg.New(catalogue.RunnerMock, runners.WorkerSpec{Settings: &config.Settings{ModelService: service}})
 			require.NoError(t, err)
 			var req runners.Request
 			switch service {
@@ -79,13 +80,13 @@ func TestRegister(t *testing.T) {
 			require.IsType(t, result, out[0].Value)
 		}
 		for _, s := range []*config.Settings{nil, {}, {ModelService: "video"}} {
-			_, err := reg.New(runners.RunnerMock, runners.WorkerSpec{Settings: s})
+			_, err := reg.New(catalogue.RunnerMock, runners.WorkerSpec{Settings: s})
 			require.ErrorContains(t, err, "MODEL_SERVICE")
 		}
 	})
 
 	t.Run("image factory takes NUM_INFERENCE_STEPS", func(t *testing.T) {
-		r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{Settings: &config.Settings{NumInferenceSteps: 7, MockStepLatency: 2 * time.Millisecond}})
+		r, err := reg.New(catalogue.RunnerSDXL, runners.WorkerSpec{Settings: &config.Settings{NumInferenceSteps: 7, MockStepLatency: 2 * time.Millisecond}})
 		require.NoError(t, err)
 		start := time.Now()
 		seed := int64(1)

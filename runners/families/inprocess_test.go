@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
@@ -36,10 +37,10 @@ func TestInProcessWorkersOnSubmeshes(t *testing.T) {
 		runner string
 		req    runners.Request
 	}{
-		{runners.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}},
-		{runners.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
+		{catalogue.RunnerSDXL, &runners.ImageRequest{Prompt: "p", NumInferenceSteps: 3, Seed: new(int64)}},
+		{catalogue.RunnerWhisper, &runners.AudioRequest{Samples: make([]float32, 32000), SampleRate: 16000, Duration: 2,
 			Segments: []runners.Span{{Start: 0, End: 1}}}},
-		{runners.RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}},
+		{catalogue.RunnerResNet, &runners.CNNRequest{Image: white, TopK: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.runner, func(t *testing.T) {
@@ -119,7 +120,7 @@ func TestInProcessWithoutParent(t *testing.T) {
 		s.WorkerIsolation = config.IsolationInProcess
 		s.MockStepLatency = 10 * time.Millisecond
 	})
-	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
+	r, err := reg.New(catalogue.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
 	require.NoError(t, err)
 	defer r.Close()
 	require.NoError(t, r.Warmup(context.Background()))

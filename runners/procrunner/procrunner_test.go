@@ -22,6 +22,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
@@ -108,7 +109,7 @@ var fastLatency = map[string]string{
 // newChild returns a runner for a test-binary worker with env on top of fastLatency.
 func newChild(t *testing.T, env map[string]string, tweak func(*Config)) (*Runner, *logBuffer) {
 	t.Helper()
-	vars := map[string]string{childEnv: "serve", childGroupEnv: "0", "MODEL_RUNNER": runners.RunnerSDXL}
+	vars := map[string]string{childEnv: "serve", childGroupEnv: "0", "MODEL_RUNNER": catalogue.RunnerSDXL}
 	for k, v := range fastLatency {
 		vars[k] = v
 	}
@@ -189,12 +190,12 @@ func TestSameResultsAsInProcess(t *testing.T) {
 		req    runners.Request
 		stream bool
 	}{
-		{"sdxl", runners.RunnerSDXL, simimage.New(runners.RunnerSDXL, 1024, lat),
+		{"sdxl", catalogue.RunnerSDXL, simimage.New(catalogue.RunnerSDXL, 1024, lat),
 			&runners.ImageRequest{Prompt: "a red fox", NumInferenceSteps: 4, Seed: seedPtr(7), GuidanceScale: 5}, false},
-		{"whisper streaming", runners.RunnerWhisper, simaudio.New(lat),
+		{"whisper streaming", catalogue.RunnerWhisper, simaudio.New(lat),
 			&runners.AudioRequest{Samples: sineAudio(2), SampleRate: 16000, Duration: 2,
 				Segments: []runners.Span{{Start: 0.2, End: 1.5}}, Stream: true}, true},
-		{"resnet", runners.RunnerResNet, resnet.NewSim(runners.RunnerResNet, lat),
+		{"resnet", catalogue.RunnerResNet, resnet.NewSim(catalogue.RunnerResNet, lat),
 			&runners.CNNRequest{Image: testImage(), TopK: 3}, false},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/simaudio"
@@ -66,7 +67,7 @@ func runStream(ctx context.Context, r runners.Runner, req runners.Request, l *st
 func TestPreviewsAndProgressReachTheParent(t *testing.T) {
 	r, _ := newChild(t, nil, nil)
 	warm(t, r)
-	local := simimage.New(runners.RunnerSDXL, 1024, simdev.Latency{})
+	local := simimage.New(catalogue.RunnerSDXL, 1024, simdev.Latency{})
 	t.Cleanup(func() { _ = local.Close() })
 	req := &runners.ImageRequest{Prompt: "Volcano on a beach", NumInferenceSteps: 9, Seed: seedPtr(3), PartialImages: 2}
 
@@ -110,16 +111,16 @@ func TestEmitErrorsReachTheChild(t *testing.T) {
 		wantErr error
 		emits   int
 	}{
-		{"image: stream refuses previews", runners.RunnerSDXL, func() runners.Runner {
-			return simimage.New(runners.RunnerSDXL, 1024, simdev.Latency{})
+		{"image: stream refuses previews", catalogue.RunnerSDXL, func() runners.Runner {
+			return simimage.New(catalogue.RunnerSDXL, 1024, simdev.Latency{})
 		}, image, false, 1, nil, 1},
-		{"image: client gone", runners.RunnerSDXL, func() runners.Runner {
-			return simimage.New(runners.RunnerSDXL, 1024, simdev.Latency{})
+		{"image: client gone", catalogue.RunnerSDXL, func() runners.Runner {
+			return simimage.New(catalogue.RunnerSDXL, 1024, simdev.Latency{})
 		}, image, true, 2, context.Canceled, 2},
-		{"transcription: client gone", runners.RunnerWhisper, func() runners.Runner {
+		{"transcription: client gone", catalogue.RunnerWhisper, func() runners.Runner {
 			return simaudio.New(simdev.Latency{})
 		}, audio, true, 2, context.Canceled, 2},
-		{"transcription: emit fails", runners.RunnerWhisper, func() runners.Runner {
+		{"transcription: emit fails", catalogue.RunnerWhisper, func() runners.Runner {
 			return simaudio.New(simdev.Latency{})
 		}, audio, false, 2, refused, 2},
 	}

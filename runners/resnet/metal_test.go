@@ -12,6 +12,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
@@ -50,14 +51,14 @@ func TestChildMetalResNet(t *testing.T) {
 	Register(reg)
 	worker := func(weights string) runners.Runner {
 		s := &config.Settings{DeviceBackend: config.BackendMetal, ModelWeightsPath: weights, WorkerIsolation: config.IsolationProcess}
-		r, err := reg.New(runners.RunnerResNet, runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
+		r, err := reg.New(catalogue.RunnerResNet, runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
 		require.NoError(t, err)
 		require.NotNil(t, r.(*cnnRunner).metal, "DEVICE_BACKEND=metal: the metal device")
 		return r
 	}
 
 	// No resnet50.ttnn: the factory says where it looked.
-	_, err := reg.New(runners.RunnerResNet, runners.WorkerSpec{Settings: &config.Settings{DeviceBackend: config.BackendMetal, ModelWeightsPath: t.TempDir()}})
+	_, err := reg.New(catalogue.RunnerResNet, runners.WorkerSpec{Settings: &config.Settings{DeviceBackend: config.BackendMetal, ModelWeightsPath: t.TempDir()}})
 	require.ErrorContains(t, err, "MODEL_WEIGHTS_PATH has no resnet50.ttnn")
 
 	// A program compiled for batch 8: start-up stops with one line naming the difference.

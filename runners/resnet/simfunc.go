@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -19,7 +20,7 @@ import (
 const SimProgram = "resnet50"
 
 // demo is ResNet-50's catalogue entry: the device options of tt-metal's ResNet-50 demo.
-var demo, _ = runners.Lookup(runners.RunnerResNet, nil)
+var demo, _ = runners.Lookup(catalogue.RunnerResNet, nil)
 
 // Device options of tt-metal's ResNet-50 demo, which the device adapters open with (from the
 // runners' catalogue).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
@@ -142,7 +143,7 @@ func SimFactory(model string) runners.Factory {
 // factory runs it on MetalDevice (resnet50.ttnn from MODEL_WEIGHTS_PATH, checked against its
 // declaration); otherwise on the simulator, so the factory and the simulated fallback are the same.
 func Register(reg *runners.Registry) {
-	for _, name := range []string{runners.RunnerResNet, runners.RunnerVoVNet, runners.RunnerMobileNetV2, runners.RunnerYOLOv4} {
+	for _, name := range []string{catalogue.RunnerResNet, catalogue.RunnerVoVNet, catalogue.RunnerMobileNetV2, catalogue.RunnerYOLOv4} {
 		f := SimFactory(name)
 		reg.Register(name, f, f)
 	}

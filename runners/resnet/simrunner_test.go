@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/imagenet"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -83,13 +84,13 @@ func classifyOne(t *testing.T, r runners.Runner, req *runners.CNNRequest) *runne
 // same image always gets the same answer, different images get different ones, and the answer
 // is the pipeline's (preprocess, simulated device, postprocess) computed by hand.
 func TestCNNDeterministicAndImageDependent(t *testing.T) {
-	r := NewSim(runners.RunnerResNet, simdev.Latency{})
+	r := NewSim(catalogue.RunnerResNet, simdev.Latency{})
 	imgs := testImages()
 	top1 := map[string]bool{}
 	labels := imagenet.Labels()
 	for name, img := range imgs {
 		a := classifyOne(t, r, &runners.CNNRequest{Image: img, TopK: 5})
-		b := classifyOne(t, NewSim(runners.RunnerVoVNet, simdev.Latency{}), &runners.CNNRequest{Image: img, TopK: 5})
+		b := classifyOne(t, NewSim(catalogue.RunnerVoVNet, simdev.Latency{}), &runners.CNNRequest{Image: img, TopK: 5})
 		require.Equal(t, a, b, name)
 		require.Len(t, a.Top, 5)
 		best := a.Top[0]
@@ -123,7 +124,7 @@ func TestCNNDeterministicAndImageDependent(t *testing.T) {
 }
 
 func TestCNNTopKAndMinConfidence(t *testing.T) {
-	r := NewSim(runners.RunnerMobileNetV2, simdev.Latency{})
+	r := NewSim(catalogue.RunnerMobileNetV2, simdev.Latency{})
 	img := testImages()["gradient"]
 	all := classifyOne(t, r, &runners.CNNRequest{Image: img, TopK: 2000})
 	require.Len(t, all.Top, 1000)
@@ -168,7 +169,7 @@ func TestCNNTopKAndMinConfidence(t *testing.T) {
 func TestCNNErrorsLatencyAndLifecycle(t *testing.T) {
 	const perImage = 2 * time.Millisecond
 	batchTime := 16 * perImage
-	r := NewSim(runners.RunnerResNet, simdev.Latency{Warmup: 10 * time.Millisecond, PerImage: perImage})
+	r := NewSim(catalogue.RunnerResNet, simdev.Latency{Warmup: 10 * time.Millisecond, PerImage: perImage})
 	start := time.Now()
 	require.NoError(t, r.Warmup(context.Background()))
 	require.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond+batchTime, "load, then one warm-up batch")
@@ -228,7 +229,7 @@ func TestCNNFactory(t *testing.T) {
 		}
 		return s
 	}
-	for _, name := range []string{runners.RunnerResNet, runners.RunnerVoVNet, runners.RunnerMobileNetV2, runners.RunnerYOLOv4} {
+	for _, name := range []string{catalogue.RunnerResNet, catalogue.RunnerVoVNet, catalogue.RunnerMobileNetV2, catalogue.RunnerYOLOv4} {
 		r, err := reg.New(name, runners.WorkerSpec{Settings: &config.Settings{}})
 		require.NoError(t, err)
 		c, ok := r.(*cnnRunner)
@@ -236,7 +237,7 @@ func TestCNNFactory(t *testing.T) {
 		require.Equal(t, DefaultBatchSize, c.BatchSize())
 		require.Nil(t, c.sim, "in process: the Go twin")
 	}
-	r, err := reg.New(runners.RunnerResNet, runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 2}, Settings: processSettings(nil)})
+	r, err := reg.New(catalogue.RunnerResNet, runners.WorkerSpec{Mesh: config.MeshShape{Rows: 1, Cols: 2}, Settings: processSettings(nil)})
 	require.NoError(t, err)
 	c := r.(*cnnRunner)
 	require.NotNil(t, c.sim)
@@ -247,7 +248,7 @@ func TestCNNFactory(t *testing.T) {
 	require.Equal(t, CommandQueues, opts.CommandQueues)
 	require.Equal(t, ttnn.DispatchEth, opts.Dispatch)
 
-	r, err = reg.New(runners.RunnerResNet, runners.WorkerSpec{Settings: processSettings(func(s *config.Settings) { s.TraceRegionSize, s.TraceRegionSizeSet = 5000, true })})
+	r, err = reg.New(catalogue.RunnerResNet, runners.WorkerSpec{Settings: processSettings(func(s *config.Settings) { s.TraceRegionSize, s.TraceRegionSizeSet = 5000, true })})
 	require.NoError(t, err)
 	require.Equal(t, uint64(5000), r.(*cnnRunner).sim.Options().TraceRegionSize, "TRACE_REGION_SIZE overrides")
 }
@@ -262,7 +263,7 @@ func TestFailedRunner(t *testing.T) {
 }
 
 func BenchmarkCNNClassify(b *testing.B) {
-	r := NewSim(runners.RunnerResNet, simdev.Latency{})
+	r := NewSim(catalogue.RunnerResNet, simdev.Latency{})
 	img := testImages()["gradient"]
 	tasks := []runners.Task{{Ctx: context.Background(), Request: &runners.CNNRequest{Image: img}}}
 	for b.Loop() {

@@ -81,7 +81,7 @@ func modelOptions(model string, s *config.Settings, mesh ttnn.MeshShape) (*Confi
 		return nil, false
 	}
 	c := &Config{Opts: Options(m, s, mesh), Programs: m.Sim.Programs, Traced: m.Sim.Traced}
-	c.Opts.SimLatencyScale = ttnn.SimScale(m.MockLatency(s).Seconds(), m.Sim.UnitSeconds)
+	c.Opts.SimLatencyScale = ttnn.SimScale(runners.MockLatency(m, s).Seconds(), m.Sim.UnitSeconds)
 	return c, true
 }
 
@@ -93,7 +93,7 @@ func Options(m runners.Model, s *config.Settings, mesh ttnn.MeshShape) ttnn.Opti
 		mesh = ttnn.MeshShape{Rows: 1, Cols: 1}
 	}
 	o := ttnn.Options{Mesh: mesh, ProgramCache: true, CommandQueues: m.Device.CommandQueues,
-		L1SmallSize: m.Device.L1SmallSize, TraceRegionSize: m.TraceRegion(s)}
+		L1SmallSize: m.Device.L1SmallSize, TraceRegionSize: runners.TraceRegion(m, s)}
 	if m.Device.Fabric1D && mesh.Chips() > 1 {
 		o.Fabric = ttnn.Fabric1D
 	}

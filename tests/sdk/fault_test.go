@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
@@ -39,7 +40,7 @@ func (f faultSched) Submit(ctx context.Context, req runners.Request, emit func(r
 func faultServer(t *testing.T) string {
 	t.Helper()
 	env := map[string]string{
-		"MODEL_RUNNER": runners.RunnerSDXL, "API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1",
+		"MODEL_RUNNER": catalogue.RunnerSDXL, "API_KEY": apiKey, "MOCK_DEVICES_COUNT": "1",
 		"MOCK_WARMUP_SECONDS": "0", "MOCK_STEP_SECONDS": "0",
 	}
 	settings, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "", true)

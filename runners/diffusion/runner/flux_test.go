@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -115,7 +116,7 @@ func TestFluxFactory(t *testing.T) {
 		fellBack++
 		return &simdev.FailedRunner{Err: errors.New("the fallback")}, nil
 	}
-	f := FluxFactory(runners.RunnerSD35, pipeline.FluxSchnell, fallback)
+	f := FluxFactory(catalogue.RunnerSD35, pipeline.FluxSchnell, fallback)
 	for _, tc := range []struct {
 		name     string
 		settings config.Settings

@@ -67,6 +67,6 @@ func fluxConfigFor(entry runners.Model, v pipeline.FluxVariant, spec runners.Wor
 	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 	c := FluxConfig{Variant: v, WeightsDir: s.ModelWeightsPath, Backend: config.BackendSim, DefaultSteps: s.NumInferenceSteps,
 		Device: simdev.Options(entry, s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
-	c.Device.SimLatencyScale = ttnn.SimScale(entry.MockLatency(s).Seconds(), entry.Sim.PipelineUnit())
+	c.Device.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), entry.Sim.PipelineUnit())
 	return c
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/imageproc"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
@@ -29,7 +30,7 @@ func (r *Runner) imageInput(req *runners.ImageRequest) (pipeline.ImageInput, err
 		return in, fmt.Errorf("%w: mask is required for %s", runners.ErrBadRequest, r.cfg.Model)
 	}
 	if !edit && req.Mask != nil {
-		return in, fmt.Errorf("%w: mask is for inpainting (MODEL_RUNNER=%s)", runners.ErrBadRequest, runners.RunnerSDXLEdit)
+		return in, fmt.Errorf("%w: mask is for inpainting (MODEL_RUNNER=%s)", runners.ErrBadRequest, catalogue.RunnerSDXLEdit)
 	}
 	if !(req.Strength >= 0 && req.Strength <= 1) {
 		return in, fmt.Errorf("%w: strength %v outside [0, 1]", runners.ErrBadRequest, req.Strength)

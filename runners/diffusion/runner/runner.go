@@ -27,6 +27,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
@@ -63,13 +64,13 @@ const (
 func (m Model) String() string {
 	switch m {
 	case SD35:
-		return runners.RunnerSD35
+		return catalogue.RunnerSD35
 	case SDXLImg2Img:
-		return runners.RunnerSDXLImg2Img
+		return catalogue.RunnerSDXLImg2Img
 	case SDXLEdit:
-		return runners.RunnerSDXLEdit
+		return catalogue.RunnerSDXLEdit
 	}
-	return runners.RunnerSDXL
+	return catalogue.RunnerSDXL
 }
 
 // variant is the SDXL program set of the model.
@@ -473,7 +474,7 @@ func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.Imag
 	case r.cfg.Model == SDXL:
 		if req.InitImage != nil || req.Mask != nil {
 			return nil, fmt.Errorf("%w: %s generates from text; image and mask need MODEL_RUNNER=%s or %s",
-				runners.ErrBadRequest, r.cfg.Model, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit)
+				runners.ErrBadRequest, r.cfg.Model, catalogue.RunnerSDXLImg2Img, catalogue.RunnerSDXLEdit)
 		}
 		pr := pipeline.RequestFrom(req)
 		pr.Steps, pr.GuidanceScale = steps, req.Guidance(r.cfg.Model.String())
@@ -627,6 +628,6 @@ func configFor(m Model, spec runners.WorkerSpec) Config {
 	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot, LoRAMaxFileBytes: s.LoRAMaxFileBytes,
 		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
 	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
-	c.Device.SimLatencyScale = ttnn.SimScale(m.catalogued().MockLatency(s).Seconds(), m.catalogued().Sim.PipelineUnit())
+	c.Device.SimLatencyScale = ttnn.SimScale(runners.MockLatency(m.catalogued(), s).Seconds(), m.catalogued().Sim.PipelineUnit())
 	return c
 }

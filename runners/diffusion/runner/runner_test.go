@@ -21,6 +21,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -432,7 +433,7 @@ func TestRegisterFallback(t *testing.T) {
 	Register(reg)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, name := range []string{runners.RunnerSDXL, runners.RunnerSD35} {
+			for _, name := range []string{catalogue.RunnerSDXL, catalogue.RunnerSD35} {
 				svc, err := reg.Service(name)
 				require.NoError(t, err)
 				require.Equal(t, runners.ServiceImage, svc)
@@ -455,7 +456,7 @@ func TestFallbackGeneratesOnFreshMachine(t *testing.T) {
 	Register(reg)
 	s := config.Settings{Mock: true, NumInferenceSteps: 2, MockStepLatency: time.Millisecond,
 		WorkerIsolation: config.IsolationInProcess, DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}}}
-	r, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: &s})
+	r, err := reg.New(catalogue.RunnerSDXL, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Settings: &s})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
 	require.NoError(t, r.Warmup(context.Background()))
@@ -578,7 +579,7 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 	Register(reg)
 	s := config.Settings{Mock: true, ModelWeightsPath: weights, WorkerIsolation: config.IsolationInProcess,
 		DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}, {ID: "1", Devices: []int{1}}}}
-	fr, err := reg.New(runners.RunnerSDXL, runners.WorkerSpec{WorkerID: "1", Devices: []int{1}, Settings: &s, Parent: parent})
+	fr, err := reg.New(catalogue.RunnerSDXL, runners.WorkerSpec{WorkerID: "1", Devices: []int{1}, Settings: &s, Parent: parent})
 	require.NoError(t, err)
 	require.IsType(t, &Runner{}, fr)
 	require.NoError(t, fr.Close())
@@ -618,8 +619,8 @@ func TestRunnersUnderSharedParent(t *testing.T) {
 func TestRegisterBringsItsFallback(t *testing.T) {
 	reg := runners.NewRegistry()
 	Register(reg)
-	require.Equal(t, []string{runners.RunnerMock, runners.RunnerSD35, runners.RunnerSDXLEdit, runners.RunnerSDXLImg2Img, runners.RunnerSDXL}, reg.Names())
-	for _, name := range []string{runners.RunnerSDXL, runners.RunnerMock} {
+	require.Equal(t, []string{catalogue.RunnerMock, catalogue.RunnerSD35, catalogue.RunnerSDXLEdit, catalogue.RunnerSDXLImg2Img, catalogue.RunnerSDXL}, reg.Names())
+	for _, name := range []string{catalogue.RunnerSDXL, catalogue.RunnerMock} {
 		r, err := reg.New(name, runners.WorkerSpec{Settings: &config.Settings{Mock: true, ModelService: "image"}})
 		require.NoError(t, err)
 		_, isReal := r.(*Runner)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -20,7 +21,7 @@ func TestRunningDiffusionStopsWithinOneStep(t *testing.T) {
 	const step = 150 * time.Millisecond
 	s := scheduler.New(scheduler.Config{Groups: []config.DeviceGroup{{ID: "0"}}, QueueSize: 4, Timeout: time.Minute},
 		func(config.DeviceGroup) (runners.Runner, error) {
-			return New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: step}), nil
+			return New(catalogue.RunnerSDXL, 64, simdev.Latency{PerStep: step}), nil
 		})
 	s.Start(context.Background())
 	defer func() { require.NoError(t, s.Stop(context.Background())) }()

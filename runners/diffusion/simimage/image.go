@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
@@ -154,7 +155,7 @@ func New(model string, size int, lat simdev.Latency) runners.Runner {
 }
 
 func isSD35(model string) bool {
-	return model == runners.RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3")
+	return model == catalogue.RunnerSD35 || strings.Contains(strings.ToLower(model), "sd3")
 }
 
 func newImage(model string, size int, lat simdev.Latency) *imageRunner {
@@ -193,10 +194,10 @@ func (r *imageRunner) Warmup(ctx context.Context) error {
 		req.GuidanceRescale = 0.7
 		req.Seed = &seed
 	}
-	if r.model == runners.RunnerSDXLImg2Img || r.model == runners.RunnerSDXLEdit {
+	if r.model == catalogue.RunnerSDXLImg2Img || r.model == catalogue.RunnerSDXLEdit {
 		req.NumInferenceSteps, req.Strength = 2, 0.99
 		req.InitImage = image.NewRGBA(image.Rect(0, 0, 1, 1))
-		if r.model == runners.RunnerSDXLEdit {
+		if r.model == catalogue.RunnerSDXLEdit {
 			req.Mask = &image.Gray{Pix: []uint8{255}, Stride: 1, Rect: image.Rect(0, 0, 1, 1)}
 		}
 	}
@@ -323,9 +324,9 @@ func (r *imageRunner) params(req *runners.ImageRequest) renderParams {
 		steps = r.defaultSteps
 	}
 	var seed int64
-	family := runners.RunnerSDXL
+	family := catalogue.RunnerSDXL
 	if r.sd35 {
-		family = runners.RunnerSD35
+		family = catalogue.RunnerSD35
 	}
 	guidance := req.Guidance(family)
 	h := sha256.New()

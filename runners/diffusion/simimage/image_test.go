@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
@@ -49,7 +50,7 @@ func baseRequest() *runners.ImageRequest {
 }
 
 func TestImageSizeAndDeterminism(t *testing.T) {
-	for _, model := range []string{runners.RunnerSDXL, runners.RunnerSD35} {
+	for _, model := range []string{catalogue.RunnerSDXL, catalogue.RunnerSD35} {
 		t.Run(model, func(t *testing.T) {
 			r := New(model, 200, simdev.Latency{})
 			a := gen(t, r, baseRequest())
@@ -64,9 +65,9 @@ func TestImageSizeAndDeterminism(t *testing.T) {
 			require.Equal(t, a.Pix, b.Pix)
 		})
 	}
-	r := New(runners.RunnerSDXL, 0, simdev.Latency{})
+	r := New(catalogue.RunnerSDXL, 0, simdev.Latency{})
 	require.Equal(t, 1024, gen(t, r, baseRequest()).Bounds().Dx(), "size 0 means the model's 1024")
-	require.Equal(t, 96, gen(t, New(runners.RunnerSDXL, 96, simdev.Latency{}), baseRequest()).Bounds().Dx())
+	require.Equal(t, 96, gen(t, New(catalogue.RunnerSDXL, 96, simdev.Latency{}), baseRequest()).Bounds().Dx())
 }
 
 func TestImageDependsOnRequest(t *testing.T) {
@@ -77,20 +78,20 @@ func TestImageDependsOnRequest(t *testing.T) {
 		change  func(r *runners.ImageRequest)
 		visible bool // a change in the whole picture, not only its grain
 	}{
-		{runners.RunnerSDXL, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
-		{runners.RunnerSDXL, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
-		{runners.RunnerSDXL, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
-		{runners.RunnerSDXL, "prompt_2", func(r *runners.ImageRequest) { r.Prompt2 = "oil painting" }, true},
-		{runners.RunnerSDXL, "negative prompt_2", func(r *runners.ImageRequest) { r.NegativePrompt2 = "text" }, true},
-		{runners.RunnerSDXL, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 30 }, false},
-		{runners.RunnerSDXL, "guidance", func(r *runners.ImageRequest) { r.GuidanceScale = 12 }, true},
-		{runners.RunnerSDXL, "guidance rescale", func(r *runners.ImageRequest) { r.GuidanceRescale = 0.7 }, false},
-		{runners.RunnerSDXL, "crop", func(r *runners.ImageRequest) { r.CropCoordsTopLeft = [2]float64{0, 64} }, false},
-		{runners.RunnerSDXL, "timesteps", func(r *runners.ImageRequest) { r.Timesteps = []float64{999, 500, 1} }, false},
-		{runners.RunnerSD35, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
-		{runners.RunnerSD35, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
-		{runners.RunnerSD35, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
-		{runners.RunnerSD35, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 28 }, false},
+		{catalogue.RunnerSDXL, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
+		{catalogue.RunnerSDXL, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
+		{catalogue.RunnerSDXL, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
+		{catalogue.RunnerSDXL, "prompt_2", func(r *runners.ImageRequest) { r.Prompt2 = "oil painting" }, true},
+		{catalogue.RunnerSDXL, "negative prompt_2", func(r *runners.ImageRequest) { r.NegativePrompt2 = "text" }, true},
+		{catalogue.RunnerSDXL, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 30 }, false},
+		{catalogue.RunnerSDXL, "guidance", func(r *runners.ImageRequest) { r.GuidanceScale = 12 }, true},
+		{catalogue.RunnerSDXL, "guidance rescale", func(r *runners.ImageRequest) { r.GuidanceRescale = 0.7 }, false},
+		{catalogue.RunnerSDXL, "crop", func(r *runners.ImageRequest) { r.CropCoordsTopLeft = [2]float64{0, 64} }, false},
+		{catalogue.RunnerSDXL, "timesteps", func(r *runners.ImageRequest) { r.Timesteps = []float64{999, 500, 1} }, false},
+		{catalogue.RunnerSD35, "prompt", func(r *runners.ImageRequest) { r.Prompt = "a lighthouse at noon" }, true},
+		{catalogue.RunnerSD35, "seed", func(r *runners.ImageRequest) { r.Seed = i64(43) }, true},
+		{catalogue.RunnerSD35, "negative prompt", func(r *runners.ImageRequest) { r.NegativePrompt = "blurry" }, true},
+		{catalogue.RunnerSD35, "steps", func(r *runners.ImageRequest) { r.NumInferenceSteps = 28 }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.name, func(t *testing.T) {
@@ -108,7 +109,7 @@ func TestImageDependsOnRequest(t *testing.T) {
 }
 
 func TestImageModelQuirks(t *testing.T) {
-	sd35 := New(runners.RunnerSD35, 64, simdev.Latency{})
+	sd35 := New(catalogue.RunnerSD35, 64, simdev.Latency{})
 	base := gen(t, sd35, baseRequest())
 
 	t.Run("SD3.5 honours guidance, prompt_2 and custom schedules", func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestImageModelQuirks(t *testing.T) {
 		unset.GuidanceScale, explicit.GuidanceScale = 0, 3.5
 		require.Equal(t, gen(t, sd35, explicit).Pix, gen(t, sd35, unset).Pix)
 		require.NotEqual(t, gen(t, sd35, five).Pix, gen(t, sd35, unset).Pix)
-		sdxl := New(runners.RunnerSDXL, 64, simdev.Latency{})
+		sdxl := New(catalogue.RunnerSDXL, 64, simdev.Latency{})
 		require.Equal(t, gen(t, sdxl, five).Pix, gen(t, sdxl, unset).Pix)
 	})
 	t.Run("SD3.5 treats a missing seed as 0", func(t *testing.T) {
@@ -142,13 +143,13 @@ func TestImageModelQuirks(t *testing.T) {
 		require.Equal(t, gen(t, sd35, zero).Pix, gen(t, sd35, nilSeed).Pix)
 	})
 	t.Run("SDXL draws a random seed when none is given", func(t *testing.T) {
-		sdxl := New(runners.RunnerSDXL, 64, simdev.Latency{})
+		sdxl := New(catalogue.RunnerSDXL, 64, simdev.Latency{})
 		req := baseRequest()
 		req.Seed = nil
 		require.NotEqual(t, gen(t, sdxl, req).Pix, gen(t, sdxl, req).Pix)
 	})
 	t.Run("default steps", func(t *testing.T) {
-		for _, model := range []string{runners.RunnerSDXL, runners.RunnerSD35} {
+		for _, model := range []string{catalogue.RunnerSDXL, catalogue.RunnerSD35} {
 			r := New(model, 64, simdev.Latency{})
 			explicit, unset := baseRequest(), baseRequest()
 			unset.NumInferenceSteps = 0
@@ -156,7 +157,7 @@ func TestImageModelQuirks(t *testing.T) {
 		}
 	})
 	t.Run("SDXL custom timesteps set the step count", func(t *testing.T) {
-		r := New(runners.RunnerSDXL, 32, simdev.Latency{PerStep: 10 * time.Millisecond})
+		r := New(catalogue.RunnerSDXL, 32, simdev.Latency{PerStep: 10 * time.Millisecond})
 		req := baseRequest()
 		req.NumInferenceSteps = 1
 		req.Timesteps = []float64{999, 750, 500, 250, 1}
@@ -167,7 +168,7 @@ func TestImageModelQuirks(t *testing.T) {
 }
 
 func TestImageBothSchedules(t *testing.T) {
-	r := New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: time.Hour})
+	r := New(catalogue.RunnerSDXL, 64, simdev.Latency{PerStep: time.Hour})
 	req := baseRequest()
 	req.Timesteps = []float64{}
 	req.Sigmas = []float64{1.0}
@@ -181,7 +182,7 @@ func TestImageCancellation(t *testing.T) {
 	lat := simdev.Latency{PerStep: 20 * time.Millisecond}
 	t.Run("mid-steps", func(t *testing.T) {
 		// Steps long next to a loaded machine's delays: the cancel lands in step 1 or 2.
-		r := New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: 500 * time.Millisecond})
+		r := New(catalogue.RunnerSDXL, 64, simdev.Latency{PerStep: 500 * time.Millisecond})
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(50*time.Millisecond, cancel)
 		start := time.Now()
@@ -191,14 +192,14 @@ func TestImageCancellation(t *testing.T) {
 		require.ErrorContains(t, out[0].Err, "step")
 	})
 	t.Run("deadline", func(t *testing.T) {
-		r := New(runners.RunnerSD35, 64, lat)
+		r := New(catalogue.RunnerSD35, 64, lat)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer cancel()
 		out := r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: baseRequest()}})
 		require.ErrorIs(t, out[0].Err, context.DeadlineExceeded)
 	})
 	t.Run("latency is steps times PerStep", func(t *testing.T) {
-		r := New(runners.RunnerSDXL, 64, simdev.Latency{PerStep: 5 * time.Millisecond})
+		r := New(catalogue.RunnerSDXL, 64, simdev.Latency{PerStep: 5 * time.Millisecond})
 		req := baseRequest()
 		req.NumInferenceSteps = 8
 		start := time.Now()
@@ -209,7 +210,7 @@ func TestImageCancellation(t *testing.T) {
 
 func TestImageBatch(t *testing.T) {
 	const size = 48
-	r := New(runners.RunnerSDXL, size, simdev.Latency{PerStep: 5 * time.Millisecond})
+	r := New(catalogue.RunnerSDXL, size, simdev.Latency{PerStep: 5 * time.Millisecond})
 	prompts := []string{"red", "green", "blue", "yellow", "cyan"}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -229,7 +230,7 @@ func TestImageBatch(t *testing.T) {
 	require.ErrorIs(t, out[1].Err, context.Canceled)
 	require.ErrorIs(t, out[3].Err, context.Canceled)
 	require.ErrorContains(t, out[5].Err, "*runners.AudioRequest")
-	single := New(runners.RunnerSDXL, size, simdev.Latency{})
+	single := New(catalogue.RunnerSDXL, size, simdev.Latency{})
 	for _, i := range []int{0, 2, 4} {
 		require.NoError(t, out[i].Err, "task %d", i)
 		got := out[i].Value.(*runners.ImageResult).Images[0].(*image.RGBA)
@@ -247,14 +248,14 @@ func TestImageBatch(t *testing.T) {
 }
 
 func TestImageLifecycle(t *testing.T) {
-	r := New(runners.RunnerSDXL, 32, simdev.Latency{Warmup: 30 * time.Millisecond, PerStep: time.Millisecond})
+	r := New(catalogue.RunnerSDXL, 32, simdev.Latency{Warmup: 30 * time.Millisecond, PerStep: time.Millisecond})
 	start := time.Now()
 	require.NoError(t, r.Warmup(context.Background()))
 	require.GreaterOrEqual(t, time.Since(start), 31*time.Millisecond)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.ErrorIs(t, New(runners.RunnerSD35, 32, simdev.Latency{Warmup: time.Hour}).Warmup(ctx), context.Canceled)
+	require.ErrorIs(t, New(catalogue.RunnerSD35, 32, simdev.Latency{Warmup: time.Hour}).Warmup(ctx), context.Canceled)
 
 	require.NoError(t, r.Close())
 	require.NoError(t, r.Close())
@@ -267,7 +268,7 @@ func TestImageLifecycle(t *testing.T) {
 }
 
 func BenchmarkImageRender1024(b *testing.B) {
-	r := newImage(runners.RunnerSDXL, 1024, simdev.Latency{})
+	r := newImage(catalogue.RunnerSDXL, 1024, simdev.Latency{})
 	p := r.params(baseRequest())
 	b.ReportAllocs()
 	for b.Loop() {
@@ -278,7 +279,7 @@ func BenchmarkImageRender1024(b *testing.B) {
 // TestSolidImage: MOCK_IMAGE=solid answers every request with the Python mock's solid
 // 1024² picture (120, 60, 200), previews included.
 func TestSolidImage(t *testing.T) {
-	r, err := Factory(runners.RunnerSDXL)(runners.WorkerSpec{Settings: &config.Settings{MockImage: "solid"}})
+	r, err := Factory(catalogue.RunnerSDXL)(runners.WorkerSpec{Settings: &config.Settings{MockImage: "solid"}})
 	require.NoError(t, err)
 	var previews []image.Image
 	out := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.ImageRequest{Prompt: "x", GuidanceScale: 5, NumInferenceSteps: 4, PartialImages: 1},
@@ -296,14 +297,14 @@ func TestSolidImage(t *testing.T) {
 // TestRenderCache: a repeated request reuses the picture; any change renders a new one, equal
 // to a fresh runner's.
 func TestRenderCache(t *testing.T) {
-	r := New(runners.RunnerSDXL, 128, simdev.Latency{})
+	r := New(catalogue.RunnerSDXL, 128, simdev.Latency{})
 	a := gen(t, r, baseRequest())
 	require.Same(t, a, gen(t, r, baseRequest()), "same request, cached picture")
 	other := baseRequest()
 	other.Seed = i64(43)
 	b := gen(t, r, other)
 	require.NotSame(t, a, b)
-	require.Equal(t, gen(t, New(runners.RunnerSDXL, 128, simdev.Latency{}), other).Pix, b.Pix)
+	require.Equal(t, gen(t, New(catalogue.RunnerSDXL, 128, simdev.Latency{}), other).Pix, b.Pix)
 	// More distinct requests than the cache holds: the first is rendered again, identically.
 	for s := range int64(renderCacheSize + 1) {
 		req := baseRequest()

@@ -11,6 +11,7 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
@@ -27,12 +28,12 @@ type imageWork struct {
 // the text-to-image models neither), cuts the steps by strength (diffusers' get_timesteps) and
 // resizes the inputs; nil for a text-to-image request.
 func (r *imageRunner) prepareImage(req *runners.ImageRequest, p *renderParams) (*imageWork, error) {
-	img2img, edit := r.model == runners.RunnerSDXLImg2Img, r.model == runners.RunnerSDXLEdit
+	img2img, edit := r.model == catalogue.RunnerSDXLImg2Img, r.model == catalogue.RunnerSDXLEdit
 	switch {
 	case !img2img && !edit:
 		if req.InitImage != nil || req.Mask != nil {
 			return nil, &simdev.BadRequest{Msg: fmt.Sprintf("%s generates from text; image and mask need MODEL_RUNNER=%s or %s",
-				r.model, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit)}
+				r.model, catalogue.RunnerSDXLImg2Img, catalogue.RunnerSDXLEdit)}
 		}
 		return nil, nil
 	case req.InitImage == nil:
@@ -40,7 +41,7 @@ func (r *imageRunner) prepareImage(req *runners.ImageRequest, p *renderParams) (
 	case edit && req.Mask == nil:
 		return nil, &simdev.BadRequest{Msg: "mask is required for " + r.model}
 	case img2img && req.Mask != nil:
-		return nil, &simdev.BadRequest{Msg: "mask is for inpainting (MODEL_RUNNER=" + runners.RunnerSDXLEdit + ")"}
+		return nil, &simdev.BadRequest{Msg: "mask is for inpainting (MODEL_RUNNER=" + catalogue.RunnerSDXLEdit + ")"}
 	case !(req.Strength >= 0 && req.Strength <= 1):
 		return nil, &simdev.BadRequest{Msg: fmt.Sprintf("strength %v outside [0, 1]", req.Strength)}
 	}

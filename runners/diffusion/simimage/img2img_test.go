@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
@@ -26,7 +27,7 @@ func solid(w, h int, v uint8) *image.RGBA {
 // real pipeline refuses.
 func TestSimulatedImageInputs(t *testing.T) {
 	ctx := context.Background()
-	img2img := New(runners.RunnerSDXLImg2Img, 64, simdev.Latency{})
+	img2img := New(catalogue.RunnerSDXLImg2Img, 64, simdev.Latency{})
 	var steps int
 	out := img2img.Run(ctx, []runners.Task{{Ctx: ctx, Request: &runners.ImageRequest{Prompt: "x", Seed: i64(1), NumInferenceSteps: 20,
 		InitImage: solid(16, 16, 200), Strength: 0.25}, Progress: func(_, total int) { steps = total }}})
@@ -37,7 +38,7 @@ func TestSimulatedImageInputs(t *testing.T) {
 	dev := func(a *image.RGBA) float64 { return meanAbsDiff(a, solid(64, 64, 200)) }
 	require.Less(t, dev(low), dev(high), "a lower strength keeps more of the input")
 
-	edit := New(runners.RunnerSDXLEdit, 64, simdev.Latency{})
+	edit := New(catalogue.RunnerSDXLEdit, 64, simdev.Latency{})
 	mask := image.NewGray(image.Rect(0, 0, 16, 16))
 	for y := range 16 {
 		for x := range 8 {
@@ -59,7 +60,7 @@ func TestSimulatedImageInputs(t *testing.T) {
 		{img2img, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 20, InitImage: solid(4, 4, 1), Strength: 0.5, Mask: image.NewGray(image.Rect(0, 0, 4, 4))}},
 		{edit, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 20, InitImage: solid(4, 4, 1), Strength: 0.5}},
 		{edit, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 20, InitImage: solid(4, 4, 1), Strength: 0.5, Mask: image.NewGray(image.Rect(0, 0, 3, 4))}},
-		{New(runners.RunnerSDXL, 64, simdev.Latency{}), &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 20, InitImage: solid(4, 4, 1)}},
+		{New(catalogue.RunnerSDXL, 64, simdev.Latency{}), &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 20, InitImage: solid(4, 4, 1)}},
 		{img2img, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 20, InitImage: solid(4, 4, 1), Strength: 0.5, LoRAPath: "a.safetensors", LoRAScale: 1}},
 	} {
 		o := c.r.Run(ctx, []runners.Task{{Ctx: ctx, Request: c.req}})
@@ -72,7 +73,7 @@ func TestSimulatedImageInputs(t *testing.T) {
 func TestSimulatedLoRA(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "bad.safetensors"), []byte("nope"), 0o600))
-	r := newImage(runners.RunnerSDXL, 64, simdev.Latency{})
+	r := newImage(catalogue.RunnerSDXL, 64, simdev.Latency{})
 	r.loraRoot = root
 	o := r.Run(context.Background(), []runners.Task{{Ctx: context.Background(), Request: &runners.ImageRequest{Prompt: "x",
 		NumInferenceSteps: 12, LoRAPath: "bad.safetensors", LoRAScale: 0.5}}})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
@@ -72,7 +73,7 @@ func TestImagePartialsAndProgress(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := baseRequest()
 			req.PartialImages = tc.partials
-			r := New(runners.RunnerSDXL, size, simdev.Latency{})
+			r := New(catalogue.RunnerSDXL, size, simdev.Latency{})
 			parts, progress, out := streamRun(context.Background(), r, req, tc.emit)
 			require.NoError(t, out.Err)
 			require.Len(t, progress, 20)
@@ -88,7 +89,7 @@ func TestImagePartialsAndProgress(t *testing.T) {
 				require.Equal(t, image.Rect(0, 0, size/4, size/4), p.Image.Bounds())
 			}
 			// Previews do not change the final picture.
-			require.Equal(t, gen(t, New(runners.RunnerSDXL, size, simdev.Latency{}), baseRequest()).Pix,
+			require.Equal(t, gen(t, New(catalogue.RunnerSDXL, size, simdev.Latency{}), baseRequest()).Pix,
 				out.Value.(*runners.ImageResult).Images[0].(*image.RGBA).Pix)
 		})
 	}
@@ -119,7 +120,7 @@ func TestImagePreviewsConvergeAndAreDeterministic(t *testing.T) {
 	req := baseRequest()
 	req.PartialImages = 3
 	ok := func(runners.Chunk) error { return nil }
-	parts, _, out := streamRun(context.Background(), New(runners.RunnerSDXL, size, simdev.Latency{}), req, ok)
+	parts, _, out := streamRun(context.Background(), New(catalogue.RunnerSDXL, size, simdev.Latency{}), req, ok)
 	require.NoError(t, out.Err)
 	require.Len(t, parts, 3)
 	final := downscale4(out.Value.(*runners.ImageResult).Images[0].(*image.RGBA))
@@ -132,13 +133,13 @@ func TestImagePreviewsConvergeAndAreDeterministic(t *testing.T) {
 	}
 	require.Less(t, prev, 20.0, "the last preview resembles the final picture")
 
-	again, _, _ := streamRun(context.Background(), New(runners.RunnerSDXL, size, simdev.Latency{}), req, ok)
+	again, _, _ := streamRun(context.Background(), New(catalogue.RunnerSDXL, size, simdev.Latency{}), req, ok)
 	for i := range parts {
 		require.Equal(t, parts[i].Image.(*image.RGBA).Pix, again[i].Image.(*image.RGBA).Pix)
 	}
 	other := baseRequest()
 	other.PartialImages, other.Seed = 3, i64(7)
-	moved, _, _ := streamRun(context.Background(), New(runners.RunnerSDXL, size, simdev.Latency{}), other, ok)
+	moved, _, _ := streamRun(context.Background(), New(catalogue.RunnerSDXL, size, simdev.Latency{}), other, ok)
 	require.Greater(t, meanAbsDiff(parts[2].Image.(*image.RGBA), moved[2].Image.(*image.RGBA)), 5.0,
 		"another seed gives another preview")
 }
@@ -150,7 +151,7 @@ func TestImageEmitFailure(t *testing.T) {
 	// A live task whose stream cannot carry previews still gets its image, without previews.
 	calls := 0
 	refuse := func(runners.Chunk) error { calls++; return errors.New("chunk type cannot be sent") }
-	parts, _, out := streamRun(context.Background(), New(runners.RunnerSDXL, 64, simdev.Latency{}), req, refuse)
+	parts, _, out := streamRun(context.Background(), New(catalogue.RunnerSDXL, 64, simdev.Latency{}), req, refuse)
 	require.NoError(t, out.Err)
 	require.Empty(t, parts)
 	require.Equal(t, 1, calls, "no further previews after a refusal")
@@ -159,14 +160,14 @@ func TestImageEmitFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gone := func(runners.Chunk) error { cancel(); return context.Canceled }
-	_, progress, out := streamRun(ctx, New(runners.RunnerSDXL, 64, simdev.Latency{}), req, gone)
+	_, progress, out := streamRun(ctx, New(catalogue.RunnerSDXL, 64, simdev.Latency{}), req, gone)
 	require.ErrorIs(t, out.Err, context.Canceled)
 	require.Len(t, progress, 5, "stopped after the step of the first preview")
 }
 
 // BenchmarkRenderPreview1024 is the cost of one mock preview of a 1024² image (a 256² picture).
 func BenchmarkRenderPreview1024(b *testing.B) {
-	r := newImage(runners.RunnerSDXL, 1024, simdev.Latency{})
+	r := newImage(catalogue.RunnerSDXL, 1024, simdev.Latency{})
 	p := r.params(baseRequest())
 	for b.Loop() {
 		renderPreview(p, 1024, 10)

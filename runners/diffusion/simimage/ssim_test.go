@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
@@ -110,7 +111,7 @@ func shrink(p *image.RGBA, f int) *image.RGBA {
 }
 
 func TestSSIMHelper(t *testing.T) {
-	a := gen(t, New(runners.RunnerSDXL, 64, simdev.Latency{}), baseRequest())
+	a := gen(t, New(catalogue.RunnerSDXL, 64, simdev.Latency{}), baseRequest())
 	require.InDelta(t, 1.0, ssim(a, a), 1e-12)
 	flat := solid(64, 64, 128)
 	noisy := solid(64, 64, 128)
@@ -153,9 +154,9 @@ func TestImageRespondsToEveryParameter(t *testing.T) {
 		req := &runners.ImageRequest{Prompt: "a lighthouse at dusk, volumetric light", NegativePrompt: "blurry",
 			Seed: i64(42), GuidanceScale: 7.5, NumInferenceSteps: 20}
 		switch model {
-		case runners.RunnerSDXLImg2Img:
+		case catalogue.RunnerSDXLImg2Img:
 			req.InitImage, req.Strength = init, 0.6
-		case runners.RunnerSDXLEdit:
+		case catalogue.RunnerSDXLEdit:
 			req.InitImage, req.Mask, req.Strength = init, mask, 0.99
 		}
 		return req
@@ -181,7 +182,7 @@ func TestImageRespondsToEveryParameter(t *testing.T) {
 			models = append(models, m.Name)
 		}
 	}
-	require.Subset(t, models, []string{runners.RunnerSDXL, runners.RunnerSD35, runners.RunnerSDXLImg2Img, runners.RunnerSDXLEdit})
+	require.Subset(t, models, []string{catalogue.RunnerSDXL, catalogue.RunnerSD35, catalogue.RunnerSDXLImg2Img, catalogue.RunnerSDXLEdit})
 	var table strings.Builder
 	fmt.Fprintf(&table, "SSIM against the original request: full %dx%d / box-shrunk to %dx%d\n%-28s", size, size, size/4, size/4, "change")
 	for _, m := range models {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/simvoice"
@@ -42,10 +43,10 @@ var programMS = map[string]float64{
 const StreamLeadChars = 48
 
 // model is the catalogue's SpeechT5.
-var model, _ = runners.Lookup(runners.RunnerSpeechT5, nil)
+var model, _ = runners.Lookup(catalogue.RunnerSpeechT5, nil)
 
 // Register adds tt-speecht5-tts to reg.
-func Register(reg *runners.Registry) { reg.Register(runners.RunnerSpeechT5, Factory, Factory) }
+func Register(reg *runners.Registry) { reg.Register(catalogue.RunnerSpeechT5, Factory, Factory) }
 
 // Config configures a runner.
 type Config struct {
@@ -84,7 +85,7 @@ func Factory(spec runners.WorkerSpec) (runners.Runner, error) {
 		return nil, runners.Permanent(err)
 	}
 	r := New(cfg)
-	r.dev.Cfg = simdev.ConfigFor(runners.RunnerSpeechT5, spec)
+	r.dev.Cfg = simdev.ConfigFor(catalogue.RunnerSpeechT5, spec)
 	return r, nil
 }
 

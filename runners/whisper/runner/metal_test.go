@@ -15,6 +15,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
@@ -70,7 +71,7 @@ func TestChildMetalWhisper(t *testing.T) {
 			TraceRegionSize: config.DefaultTraceRegionSize, MaxBatchSize: maxBatch}}
 	}
 	worker := func(weights string, maxBatch int) *Runner {
-		r, err := reg.New(runners.RunnerWhisper, spec(weights, maxBatch))
+		r, err := reg.New(catalogue.RunnerWhisper, spec(weights, maxBatch))
 		require.NoError(t, err)
 		wr, ok := r.(*Runner)
 		require.True(t, ok, "DEVICE_BACKEND=metal: the real pipeline, not the simulated runner (%T)", r)
@@ -89,14 +90,14 @@ func TestChildMetalWhisper(t *testing.T) {
 			{[]string{EncoderProgram}, 2, DecoderProgram}, // no -b2: MAX_BATCH_SIZE 2 runs the batch-1 step
 			{[]string{EncoderProgram, BatchProgram(4)}, 3, ""},
 		} {
-			_, err := reg.New(runners.RunnerWhisper, spec(writeWhisperPrograms(t, tc.names, nil), tc.maxBatch))
+			_, err := reg.New(catalogue.RunnerWhisper, spec(writeWhisperPrograms(t, tc.names, nil), tc.maxBatch))
 			if tc.missing == "" {
 				require.NoError(t, err, "MAX_BATCH_SIZE %d with %v", tc.maxBatch, tc.names)
 				continue
 			}
 			require.ErrorContains(t, err, "MODEL_WEIGHTS_PATH has no "+tc.missing+".ttnn", "MAX_BATCH_SIZE %d with %v", tc.maxBatch, tc.names)
 		}
-		_, err := reg.New(runners.RunnerWhisper, spec("", 1))
+		_, err := reg.New(catalogue.RunnerWhisper, spec("", 1))
 		require.ErrorContains(t, err, "MODEL_WEIGHTS_PATH is not set")
 	})
 

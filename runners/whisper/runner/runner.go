@@ -33,6 +33,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/segment"
@@ -54,7 +55,7 @@ var (
 
 // model is Whisper's catalogue entry: the Python Whisper runner's device options (tt-metal's
 // Whisper demo) and the simulator latencies MOCK_AUDIO_SECONDS_PER_SECOND maps onto.
-var model, _ = runners.Lookup(runners.RunnerWhisper, nil)
+var model, _ = runners.Lookup(catalogue.RunnerWhisper, nil)
 
 // Device options of the Python Whisper runner, from the catalogue.
 var (
@@ -208,7 +209,7 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			_ = r.closeDevice()
-			err = fmt.Errorf("%s warm-up: %w", runners.RunnerWhisper, err)
+			err = fmt.Errorf("%s warm-up: %w", catalogue.RunnerWhisper, err)
 		}
 	}()
 	if err := ttnn.Init(r.cfg.Backend); err != nil {
@@ -296,12 +297,12 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 func (r *Runner) runTask(ctx context.Context, model transcribe.Model, t runners.Task) (o runners.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", runners.RunnerWhisper, p)}
+			o = runners.Outcome{Err: fmt.Errorf("%s: panic: %v", catalogue.RunnerWhisper, p)}
 		}
 	}()
 	req, err := runners.RequestAs[*runners.AudioRequest](t)
 	if err != nil || req == nil {
-		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.AudioRequest", runners.RunnerWhisper, t.Request)}
+		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.AudioRequest", catalogue.RunnerWhisper, t.Request)}
 	}
 	parent := t.Ctx
 	if parent == nil {
@@ -474,7 +475,7 @@ func (r *Runner) transcribe(ctx context.Context, model transcribe.Model, t runne
 				text = "[" + speaker + "] " + text
 			}
 			if err := t.Emit(runners.TranscriptChunk{Text: text, ChunkID: len(res.Segments)}); err != nil {
-				emitErr = fmt.Errorf("%s: emit segment %d: %w", runners.RunnerWhisper, seg.ID, err)
+				emitErr = fmt.Errorf("%s: emit segment %d: %w", catalogue.RunnerWhisper, seg.ID, err)
 				cancel(emitErr)
 			}
 		}
@@ -483,7 +484,7 @@ func (r *Runner) transcribe(ctx context.Context, model transcribe.Model, t runne
 			return nil, emitErr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", runners.RunnerWhisper, simdev.DeviceErr(err))
+			return nil, fmt.Errorf("%s: %w", catalogue.RunnerWhisper, simdev.DeviceErr(err))
 		}
 		if opts.Language == "" { // the first piece's language holds for the others
 			opts.Language = out.Language
@@ -535,7 +536,7 @@ func (r *Runner) closeDevice() error {
 		r.dev = nil
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s: close: %w", runners.RunnerWhisper, err)
+		return fmt.Errorf("%s: close: %w", catalogue.RunnerWhisper, err)
 	}
 	return nil
 }
@@ -546,7 +547,7 @@ func (r *Runner) closeDevice() error {
 // DEVICE_BACKEND=metal (a `ttnn` build) it is always the real pipeline on the compiled
 // programs of MODEL_WEIGHTS_PATH, or a start-up error naming what is missing.
 func Register(reg *runners.Registry) {
-	reg.Register(runners.RunnerWhisper, factory(simaudio.Factory), simaudio.Factory)
+	reg.Register(catalogue.RunnerWhisper, factory(simaudio.Factory), simaudio.Factory)
 }
 
 func factory(fallback runners.Factory) runners.Factory {
@@ -569,7 +570,7 @@ func factory(fallback runners.Factory) runners.Factory {
 			}
 		}
 		if fallback == nil {
-			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", runners.RunnerWhisper, why)
+			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", catalogue.RunnerWhisper, why)
 		}
 		slog.Debug("whisper runner: using the simulated Whisper runner", "worker", spec.WorkerID, "reason", why)
 		return fallback(spec)
@@ -609,6 +610,6 @@ func configFor(spec runners.WorkerSpec) Config {
 		c.Device.DeviceIDs, c.Parent = spec.Devices, spec.Parent
 	}
 	// The simulator's time follows MOCK_AUDIO_SECONDS_PER_SECOND, as the simulated runner's.
-	c.Device.SimLatencyScale = ttnn.SimScale(model.MockLatency(s).Seconds(), model.Sim.PipelineUnit())
+	c.Device.SimLatencyScale = ttnn.SimScale(runners.MockLatency(model, s).Seconds(), model.Sim.PipelineUnit())
 	return c
 }

@@ -7,13 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 
 	"github.com/stretchr/testify/require"
 
@@ -284,11 +286,11 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 	dir := whisperDir(t)
 	reg := runners.NewRegistry()
 	Register(reg)
-	svc, err := reg.Service(runners.RunnerWhisper)
+	svc, err := reg.Service(catalogue.RunnerWhisper)
 	require.NoError(t, err)
 	require.Equal(t, runners.ServiceAudio, svc)
 	settings := func(weights string, edit func(*config.Settings)) *config.Settings {
-		s := &config.Settings{ModelRunner: runners.RunnerWhisper, ModelWeightsPath: weights, Mock: true,
+		s := &config.Settings{ModelRunner: catalogue.RunnerWhisper, ModelWeightsPath: weights, Mock: true,
 			WorkerIsolation: config.IsolationInProcess, TraceRegionSize: config.DefaultTraceRegionSize, MockAudioLatency: 20 * time.Millisecond}
 		if edit != nil {
 			edit(s)
@@ -308,7 +310,7 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := reg.New(runners.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: tc.s})
+			r, err := reg.New(catalogue.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: tc.s})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
 			_, isReal := r.(*Runner)
@@ -321,7 +323,7 @@ func TestRegisterFallsBackToTheMockRunner(t *testing.T) {
 		})
 	}
 	// The mock fallback still transcribes.
-	r, err := reg.New(runners.RunnerWhisper, runners.WorkerSpec{Settings: settings("", func(s *config.Settings) { s.MockWarmup, s.MockAudioLatency = 0, 0 })})
+	r, err := reg.New(catalogue.RunnerWhisper, runners.WorkerSpec{Settings: settings("", func(s *config.Settings) { s.MockWarmup, s.MockAudioLatency = 0, 0 })})
 	require.NoError(t, err)
 	defer r.Close()
 	require.NoError(t, r.Warmup(context.Background()))
@@ -427,9 +429,9 @@ func TestRegisterOnMetalNeverFallsBack(t *testing.T) {
 		{"batched, the -b4 step", weights(true, EncoderProgram, BatchProgram(4)), 3, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &config.Settings{ModelRunner: runners.RunnerWhisper, DeviceBackend: config.BackendMetal, ModelWeightsPath: tc.weights,
+			s := &config.Settings{ModelRunner: catalogue.RunnerWhisper, DeviceBackend: config.BackendMetal, ModelWeightsPath: tc.weights,
 				WorkerIsolation: config.IsolationProcess, TraceRegionSize: config.DefaultTraceRegionSize, MaxBatchSize: tc.maxBatch}
-			r, err := reg.New(runners.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
+			r, err := reg.New(catalogue.RunnerWhisper, runners.WorkerSpec{WorkerID: "0", Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: s})
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				return

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
@@ -48,7 +49,7 @@ func New(lat simdev.Latency) runners.Runner { return &audioRunner{lat: lat} }
 // simulated device of the worker (simdev.ConfigFor).
 func Factory(spec runners.WorkerSpec) (runners.Runner, error) {
 	r := &audioRunner{lat: simdev.LatencyFrom(spec.Settings)}
-	r.dev.Cfg = simdev.ConfigFor(runners.RunnerWhisper, spec)
+	r.dev.Cfg = simdev.ConfigFor(catalogue.RunnerWhisper, spec)
 	return r, nil
 }
 

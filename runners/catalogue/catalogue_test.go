@@ -1,0 +1,102 @@
+package catalogue
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
+)
+
+// headTree is ../shared/tt-media-server-head (HEAD's Python server); the test is skipped
+// without it, except in CI, where it must be there.
+func headTree(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(shareddata.Root()), "tt-media-server-head")
+	if _, err := os.Stat(filepath.Join(dir, "tt_model_runners", "runner_fabric.py")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("HEAD's server source is missing in CI: %v", err)
+		}
+		t.Skipf("HEAD's server source is absent (%v): nothing to compare the catalogue with", err)
+	}
+	return dir
+}
+
+// Every catalogued runner is one of HEAD's, in HEAD's service, hosted by the class HEAD's
+// runner_fabric builds for it.
+func TestCatalogueMatchesHEAD(t *testing.T) {
+	head := headTree(t)
+	constants, err := os.ReadFile(filepath.Join(head, "config", "constants.py"))
+	require.NoError(t, err)
+	fabric, err := os.ReadFile(filepath.Join(head, "tt_model_runners", "runner_fabric.py"))
+	require.NoError(t, err)
+
+	member := map[string]string{} // runner name -> ModelRunners member
+	for _, m := range regexp.MustCompile(`(?m)^    (\w+) = "([^"]+)"$`).FindAllSubmatch(constants, -1) {
+		member[string(m[2])] = string(m[1])
+	}
+	class := map[string]string{} // ModelRunners member -> module.Class
+	for _, m := range regexp.MustCompile(`ModelRunners\.(\w+): lambda wid: __import__\(\s*"([\w.]+)",\s*fromlist=\[[^\]]*\],?\s*\)\.(\w+)\(wid\)`).FindAllSubmatch(fabric, -1) {
+		class[string(m[1])] = string(m[2]) + "." + string(m[3])
+	}
+	require.NotEmpty(t, class, "runner_fabric.py's AVAILABLE_RUNNERS did not parse")
+	svcRe := regexp.MustCompile(`(?s)ModelServices\.(\w+): \{([^}]*)\}`)
+	service := map[string]Service{} // ModelRunners member -> service
+	for _, m := range svcRe.FindAllSubmatch(constants, -1) {
+		for _, r := range regexp.MustCompile(`ModelRunners\.(\w+)`).FindAllSubmatch(m[2], -1) {
+			service[string(r[1])] = Service(map[string]string{"IMAGE": "image", "AUDIO": "audio", "CNN": "cnn",
+				"VIDEO": "video", "TEXT_TO_SPEECH": "text_to_speech"}[string(m[1])])
+		}
+	}
+	for _, m := range Models() {
+		t.Run(m.Name, func(t *testing.T) {
+			mem, ok := member[m.Name]
+			require.True(t, ok, "%s is not in HEAD's ModelRunners", m.Name)
+			require.Equal(t, class[mem], m.PythonClass, "HEAD's runner_fabric builds another class")
+			require.Equal(t, service[mem], m.Service, "HEAD's MODEL_SERVICE_RUNNER_MAP puts it elsewhere")
+		})
+	}
+}
+
+// The catalogue's own consistency: one entry per name, one default per service, every
+// image model with a policy, every model with a canonical id and a Python class.
+func TestCatalogueEntries(t *testing.T) {
+	seen := map[string]bool{}
+	defaults := map[Service]int{}
+	for _, m := range Models() {
+		require.False(t, seen[m.Name], "%s is catalogued twice", m.Name)
+		seen[m.Name] = true
+		require.NotEmpty(t, m.Service, m.Name)
+		require.NotEmpty(t, m.Canonical, m.Name)
+		require.NotEmpty(t, m.PythonClass, m.Name)
+		if m.Default {
+			defaults[m.Service]++
+		}
+		if m.Service == ServiceImage {
+			require.Positive(t, m.Image.MinSteps, m.Name)
+			require.GreaterOrEqual(t, m.Image.Guidance, 1.0, m.Name)
+			require.Equal(t, m.Image.Input != InputNone, len(m.Routes) > 0, "%s: an image-input model names its route", m.Name)
+		}
+		for d := range m.Presets {
+			require.Contains(t, Devices(), d, m.Name)
+		}
+	}
+	for _, s := range Services() {
+		require.Equal(t, 1, defaults[s], "service %s needs exactly one default model (MODEL_RUNNER=mock)", s)
+	}
+}
+
+// Add serves a made-up model until its remove func runs; a second entry of one name panics.
+func TestAdd(t *testing.T) {
+	remove := Add(Model{Name: "tt-made-up", Service: ServiceCNN, Canonical: "made-up"})
+	m, ok := Lookup("tt-made-up")
+	require.True(t, ok)
+	require.Equal(t, "made-up", m.Canonical)
+	require.Panics(t, func() { Add(Model{Name: "tt-made-up"}) })
+	remove()
+	_, ok = Lookup("tt-made-up")
+	require.False(t, ok)
+}

@@ -1,0 +1,54 @@
+package catalogue
+
+import (
+	"fmt"
+	"strings"
+)
+
+// entries is the catalogue, in the order of HEAD's ModelRunners as this server lists them
+// (KnownRunners): the image models, then audio, CNN, text-to-speech and video. A new service
+// adds its list here.
+var entries = concat(imageModels, audioModels, cnnModels, speechModels, videoModels)
+
+func concat(lists ...[]Model) []Model {
+	var out []Model
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// DeviceIds values of HEAD's constants.
+const (
+	deviceIDs1   = "(0)"
+	deviceIDs2   = "(0),(1)"
+	deviceIDs4   = "(0),(1),(2),(3)"
+	deviceIDsAll = "" // one worker that sees every device
+)
+
+var (
+	deviceIDs16 = singleChipGroups(16)
+	one         = [2]int{1, 1}
+)
+
+// singleChipGroups renders "(0),(1),…,(n-1)".
+func singleChipGroups(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("(%d)", i)
+	}
+	return strings.Join(parts, ",")
+}
+
+// singleChipPresets are the cells of a model that runs one worker per chip with batch 1 on
+// n150, n300, t3k and galaxy (SDXL, Whisper).
+var singleChipPresets = map[string]Preset{
+	DeviceN150:   {one, false, deviceIDs1, 1},
+	DeviceN300:   {one, false, deviceIDs2, 1},
+	DeviceGalaxy: {one, true, deviceIDs16, 1},
+	DeviceT3K:    {one, false, deviceIDs4, 1},
+}
+
+// DefaultTraceRegionSize is HEAD's TRACE_REGION_SIZE default, SDXL's region (config's
+// default tag spells the same number, which a test checks).
+const DefaultTraceRegionSize = 34_541_598

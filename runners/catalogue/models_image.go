@@ -1,0 +1,100 @@
+package catalogue
+
+// MODEL_RUNNER names of HEAD's image runners served here.
+const (
+	RunnerSDXL = "tt-sdxl-trace"
+	// RunnerSDXLImg2Img is SDXL image-to-image (HEAD's /v1/images/image-to-image).
+	RunnerSDXLImg2Img = "tt-sdxl-image-to-image"
+	// RunnerSDXLEdit is SDXL inpainting (HEAD's /v1/images/edits) with the inpainting UNet.
+	RunnerSDXLEdit = "tt-sdxl-edit"
+	RunnerSD35     = "tt-sd3.5"
+)
+
+// Unscaled simulator latencies of the image programs (the ttnn/programs manifests').
+const (
+	sdxlUNetStep     = 190.3e-3 // s per sdxl-unet step
+	sd35DenoiserStep = 625e-3   // s per SD3.5 denoiser step (the pipeline's manifest)
+)
+
+// Image request policy shared by HEAD's image runners.
+const (
+	defaultMinSteps = 12 // HEAD's floor for every runner but Flux and z-image-turbo
+	// sdxlGuidance is HEAD's ImageGenerateRequest default (5.0, SDXL's); sd35Guidance the TT
+	// SD3.5 pipeline's 3.5 (HEAD's SD3.5 runner always uses it).
+	sdxlGuidance = 5.0
+	sd35Guidance = 3.5
+)
+
+// sdxlPrograms are the SDXL pipeline's programs with the given UNet (and the VAE encoder of
+// image-to-image and inpainting).
+func sdxlPrograms(unet string, vaeEncoder bool) []Program {
+	ps := []Program{{Name: "sdxl-text-encoder"}, {Name: "sdxl-text-encoder-2"}, {Name: unet}, {Name: "sdxl-vae"}}
+	if vaeEncoder {
+		ps = append(ps, Program{Name: "sdxl-vae-encoder"})
+	}
+	return append(ps, Program{Name: "sdxl-lora-fuse", SimOnly: true})
+}
+
+var (
+	imageSim   = Simulation{Programs: []string{"sdxl-unet", "sdxl-vae"}, Traced: "sdxl-unet", UnitSeconds: sdxlUNetStep}
+	sdxlDevice = Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1}
+	sdxlPolicy = ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance, LoRA: true}
+)
+
+// sdxl is an SDXL runner: input says which image it takes, unet its UNet program.
+func sdxl(name, class string, input ImageInput, unet string) Model {
+	p := sdxlPolicy
+	p.Input = input
+	m := Model{Name: name, Service: ServiceImage, Image: p, Device: sdxlDevice, Sim: imageSim,
+		Programs: sdxlPrograms(unet, input != InputNone), PythonClass: class, GoPipeline: true}
+	switch input {
+	case InputTransform:
+		m.Routes = []Route{{V1: "/v1/images/image-to-image", Legacy: "/image/image-to-image"}}
+	case InputInpaint:
+		m.Routes = []Route{{V1: "/v1/images/edits", Legacy: "/image/edits"}}
+	}
+	return m
+}
+
+var imageModels = []Model{
+	func() Model {
+		m := sdxl(RunnerSDXL, "tt_model_runners.sdxl_generate_runner_trace.TTSDXLGenerateRunnerTrace", InputNone, "sdxl-unet")
+		m.Default, m.Canonical, m.Presets = true, "stable-diffusion-xl-base-1.0", singleChipPresets
+		m.ModelNames = []ModelName{{"stable-diffusion-xl-base-1.0", "stabilityai/stable-diffusion-xl-base-1.0"}}
+		return m
+	}(),
+	{Name: RunnerSD35, Service: ServiceImage, Canonical: "stable-diffusion-3.5-large",
+		ModelNames: []ModelName{{"stable-diffusion-3.5-large", "stabilityai/stable-diffusion-3.5-large"}},
+		Image: ImagePolicy{MinSteps: defaultMinSteps, Guidance: sd35Guidance, Size: 1024, FlowMatch: true,
+			Unused: []Field{
+				{Name: "guidance_rescale", Why: "SD3.5's pipeline has no guidance rescale", Default: "0"},
+				{Name: "crop_coords_top_left", Why: "SDXL micro-conditioning only", Default: "[0, 0]"}},
+			PythonUnused:   []string{"prompt_2", "negative_prompt_2", "timesteps", "sigmas"},
+			PythonGuidance: sd35Guidance},
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
+		Presets: map[string]Preset{
+			DeviceGalaxy: {[2]int{4, 8}, false, deviceIDsAll, 1},
+			DeviceT3K:    {[2]int{2, 4}, false, deviceIDsAll, 1},
+		},
+		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,
+			PipelineUnitSeconds: sd35DenoiserStep},
+		Programs: []Program{{Name: "sd35-text-encoder"}, {Name: "sd35-text-encoder-2"}, {Name: "sd35-text-encoder-3"},
+			{Name: "sd35-transformer"}, {Name: "sd35-vae"}},
+		PythonClass: "tt_model_runners.dit_runners.TTSD35Runner", GoPipeline: true},
+	func() Model {
+		m := sdxl(RunnerSDXLImg2Img, "tt_model_runners.sdxl_image_to_image_runner_trace.TTSDXLImageToImageRunner", InputTransform, "sdxl-unet")
+		m.Canonical = "stable-diffusion-xl-base-1.0-img-2-img"
+		return m
+	}(),
+	func() Model {
+		m := sdxl(RunnerSDXLEdit, "tt_model_runners.sdxl_edit_runner_trace.TTSDXLEditRunner", InputInpaint, "sdxl-inpaint-unet")
+		m.Canonical = "stable-diffusion-xl-1.0-inpainting-0.1"
+		return m
+	}(),
+}
+
+// Field is a request field a model has no use for: Why says so, Default is the value that
+// means "not sent".
+type Field struct {
+	Name, Why, Default string
+}

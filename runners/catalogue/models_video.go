@@ -1,0 +1,119 @@
+package catalogue
+
+import "fmt"
+
+// MODEL_RUNNER names of HEAD's video runners (MODEL_SERVICE=video).
+const (
+	RunnerWan22             = "tt-wan2.2"
+	RunnerWan22T2VProdia    = "tt-wan2.2-t2v-prodia"
+	RunnerWan22I2V          = "tt-wan2.2-i2v"
+	RunnerWan22I2VProdia    = "tt-wan2.2-i2v-prodia"
+	RunnerWan22I2VAniSora   = "tt-wan2.2-i2v-anisora"
+	RunnerWan22I2VDistill   = "tt-wan2.2-i2v-distill"
+	RunnerWan22I2VLoRA      = "tt-wan2.2-i2v-lora"
+	RunnerWan22I2VLightning = "tt-wan2.2-i2v-lightning"
+	RunnerMochi1            = "tt-mochi-1"
+	RunnerLTX23Distilled    = "tt-ltx-2.3-distilled"
+	RunnerMiniMaxH3T2VA     = "tt-minimax-h3-t2va"
+)
+
+// dit is HEAD's tt-dit runner module.
+const dit = "tt_model_runners.dit_runners."
+
+var videoModels = []Model{
+	func() Model {
+		m := videoModel(RunnerWan22, "Wan2.2-T2V-A14B-Diffusers", "TTWan22Runner", wanSpec(false, 0))
+		m.Default = true
+		return m
+	}(),
+	videoModel(RunnerWan22T2VProdia, "Wan2.2-T2V-A14B-Prodia", "TTWan22T2VProdiaRunner", wanSpec(false, 0)),
+	videoModel(RunnerWan22I2V, "Wan2.2-I2V-A14B-Diffusers", "TTWan22I2VRunner", wanSpec(true, 0)),
+	videoModel(RunnerWan22I2VProdia, "Wan2.2-I2V-A14B-Prodia", "TTWan22I2VProdiaRunner", wanSpec(true, 0)),
+	videoModel(RunnerWan22I2VAniSora, "Wan2.2-I2V-AniSora-V3.2", "TTWan22I2VAniSoraRunner", wanSpec(true, 8)),
+	videoModel(RunnerWan22I2VDistill, "Wan2.2-I2V-Distill-LightX2V", "TTWan22I2VDistillRunner", wanSpec(true, 4)),
+	videoModel(RunnerWan22I2VLoRA, "Wan2.2-I2V-LoRA", "TTWan22I2VLoRARunner", wanSpec(true, 0)),
+	videoModel(RunnerWan22I2VLightning, "Wan2.2-I2V-Lightning", "TTWan22I2VLightningRunner", wanSpec(true, 4)),
+	// Mochi: MochiPipelineConfig's 168 frames at 480x848 (HEAD dit_runners.py), 16 fps.
+	videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
+	// LTX-2.3 distilled: 145 frames of 1920x1088 at 24 fps (HEAD's LTX_* constants).
+	videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088}),
+	// MiniMax-H3 t2va: 768P at six aspect ratios, 4-15 s, 24 fps, always 50 steps
+	// (HEAD's tt_model_runners/minimax_h3_policy.py).
+	videoModel(RunnerMiniMaxH3T2VA, "MiniMax-H3", "TTMiniMaxH3Runner", &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
+		AspectRatios:  [][2]int{{21, 9}, {16, 9}, {4, 3}, {1, 1}, {3, 4}, {9, 16}},
+		DefaultAspect: [2]int{16, 9}, Durations: []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, DefaultDuration: 5}),
+}
+
+// wanSpec is Wan2.2's output (81 frames at 16 fps; 832x480, 1280x720 on a Galaxy-class mesh:
+// HEAD's WAN22_*), image-conditioned or not, with the model's forced step count.
+func wanSpec(i2v bool, forced int) *VideoSpec {
+	return &VideoSpec{I2V: i2v, ForcedSteps: forced, FPS: 16, Frames: 81, Width: 832, Height: 480,
+		LargeWidth: 1280, LargeHeight: 720}
+}
+
+// videoModel is a video model: one denoising step is the unit of MOCK_STEP_SECONDS; its time
+// is Go sleeps (no simulator manifests for the video programs yet).
+func videoModel(name, canonical, class string, v *VideoSpec) Model {
+	return Model{Name: name, Service: ServiceVideo, Canonical: canonical, Video: v, PythonClass: dit + class,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true}}
+}
+
+// VideoSpec is a video model's request policy and output (HEAD's config/constants.py and its
+// runners): catalogued per model.
+type VideoSpec struct {
+	// I2V: the deployment needs image conditioning (text-only requests are refused).
+	I2V bool
+	// ForcedSteps, when > 0, is the number of steps the model always runs (Distill, Lightning,
+	// AniSora), whatever num_inference_steps says.
+	ForcedSteps int
+	// FPS and Frames are the clip's rate and length (Frames 0: from duration_seconds).
+	FPS    int
+	Frames int
+	// Width×Height is the clip's size on a small mesh; LargeWidth×LargeHeight on a
+	// Galaxy-class mesh (32 chips or more), when set.
+	Width, Height           int
+	LargeWidth, LargeHeight int
+	// AspectRatios and Durations (seconds) are MiniMax-H3's served working points; a model
+	// without them refuses aspect_ratio and duration_seconds other than its own.
+	AspectRatios    [][2]int
+	DefaultAspect   [2]int
+	Durations       []int
+	DefaultDuration int
+	// ShortSide is the short side of MiniMax's frames (768P).
+	ShortSide int
+}
+
+// Size is the clip's width×height on a mesh of chips chips.
+func (v VideoSpec) Size(chips int) (w, h int) {
+	if chips >= LargeMeshChips && v.LargeWidth > 0 {
+		return v.LargeWidth, v.LargeHeight
+	}
+	return v.Width, v.Height
+}
+
+// LargeMeshChips is HEAD's LARGE_MESH_SIZE_THRESHOLD: meshes of 32 chips and more are
+// Galaxy-class (Wan2.2 renders 1280×720 there, 832×480 elsewhere).
+const LargeMeshChips = 32
+
+// AspectSize is MiniMax's frame size for an aspect ratio: the short side ShortSide, the long
+// side in proportion, both rounded to multiples of 16.
+func (v VideoSpec) AspectSize(a [2]int) (w, h int) {
+	round := func(x float64) int { return max(16, int(x/16+0.5)*16) }
+	if a[0] >= a[1] {
+		return round(float64(v.ShortSide) * float64(a[0]) / float64(a[1])), v.ShortSide
+	}
+	return v.ShortSide, round(float64(v.ShortSide) * float64(a[1]) / float64(a[0]))
+}
+
+// DurationFrames is MiniMax's frame count for a duration: the smallest 17n+5 that lasts at
+// least seconds at FPS (its VAE encodes 17-frame chunks; HEAD's align_num_frames).
+func (v VideoSpec) DurationFrames(seconds int) int {
+	want := seconds * v.FPS
+	n := max(0, (want-5+16)/17)
+	return 17*n + 5
+}
+
+// String names the spec's fixed output, for messages.
+func (v VideoSpec) String() string {
+	return fmt.Sprintf("%dx%d, %d frames at %d fps", v.Width, v.Height, v.Frames, v.FPS)
+}
