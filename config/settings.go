@@ -39,7 +39,7 @@ type Settings struct {
 	Mock bool
 
 	// Model selection.
-	ModelRunner                   string // MODEL_RUNNER, default "tt-sdxl-trace"
+	ModelRunner                   string // MODEL_RUNNER, default SDXL (env.go's tag, catalogue.RunnerSDXL)
 	ModelService                  string // MODEL_SERVICE: image|audio|cnn; deduced from the runner when empty
 	Model                         string // MODEL (with DEVICE selects a preset)
 	Device                        string // DEVICE: n150|n300|t3k|galaxy

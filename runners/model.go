@@ -1,6 +1,7 @@
 package runners
 
 import (
+	"strings"
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
@@ -23,7 +24,7 @@ func Lookup(name string, s *config.Settings) (Model, bool) {
 		if s == nil {
 			return Model{}, false
 		}
-		return catalogue.DefaultFor(Service(s.Service()))
+		return catalogue.DefaultFor(Service(strings.ToLower(s.Service())))
 	}
 	return catalogue.Lookup(name)
 }

@@ -4,6 +4,7 @@
 # cannot see cgo's import "C": cgo files reach the linters already translated).
 #   * cgo only in ttnn/ and media/ (packages with CgoFiles);
 #   * gin only in server/ (direct imports);
+#   * runners/catalogue imports nothing of the module (config and runners both derive from it);
 #   * no package imports a runner hub: runners/<family> packages are imported by the families'
 #     registry, the server binary and tests only, never by one another's simulated runners.
 set -euo pipefail
@@ -28,7 +29,12 @@ if [ -n "$hub" ]; then
 	echo "packages importing the old runners/mock hub:"; echo "$hub" | sed 's/^/  /'; fail=1
 fi
 
+leaf=$(go list -f '{{range .Imports}}{{.}} {{end}}' ./runners/catalogue | tr ' ' '\n' | grep "^$mod/" || true)
+if [ -n "$leaf" ]; then
+	echo "runners/catalogue must be a leaf (config and runners import it); it imports:"; echo "$leaf" | sed 's/^/  /'; fail=1
+fi
+
 if [ "$fail" = 0 ]; then
-	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock"
+	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock, runners/catalogue a leaf"
 fi
 exit "$fail"
