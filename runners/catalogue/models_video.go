@@ -21,6 +21,8 @@ const (
 const dit = "tt_model_runners.dit_runners."
 
 var videoModels = []Model{
+	// Mochi: MochiPipelineConfig's 168 frames at 480x848 (HEAD dit_runners.py), 16 fps.
+	videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
 	func() Model {
 		m := videoModel(RunnerWan22, "Wan2.2-T2V-A14B-Diffusers", "TTWan22Runner", wanSpec(false, 0))
 		m.Default = true
@@ -33,8 +35,6 @@ var videoModels = []Model{
 	videoModel(RunnerWan22I2VDistill, "Wan2.2-I2V-Distill-LightX2V", "TTWan22I2VDistillRunner", wanSpec(true, 4)),
 	videoModel(RunnerWan22I2VLoRA, "Wan2.2-I2V-LoRA", "TTWan22I2VLoRARunner", wanSpec(true, 0)),
 	videoModel(RunnerWan22I2VLightning, "Wan2.2-I2V-Lightning", "TTWan22I2VLightningRunner", wanSpec(true, 4)),
-	// Mochi: MochiPipelineConfig's 168 frames at 480x848 (HEAD dit_runners.py), 16 fps.
-	videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
 	// LTX-2.3 distilled: 145 frames of 1920x1088 at 24 fps (HEAD's LTX_* constants).
 	videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088}),
 	// MiniMax-H3 t2va: 768P at six aspect ratios, 4-15 s, 24 fps, always 50 steps
