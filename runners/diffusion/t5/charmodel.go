@@ -8,8 +8,8 @@ const (
 
 // charModel is sentencepiece's CHAR model (char_model.cc): the normalized text is cut into
 // user-defined symbols (longest first) and single UTF-8 characters, each looked up as a piece
-// (PieceToId); a character that is no piece is the unknown id, one per character (the CHAR
-// model merges no unknowns).
+// (PieceToId); a run of characters that are no piece is one unknown id (SentencePieceProcessor
+// merges consecutive unknowns, as spm_encode shows).
 type charModel struct {
 	ids  map[string]int32
 	user *trie // user-defined symbols; nil without any
@@ -28,6 +28,7 @@ func newCharModel(pieces []piece, userKeys []trieKey, unk int32) *charModel {
 }
 
 func (c *charModel) appendIDs(dst []int, s string) []int {
+	start := len(dst)
 	for len(s) > 0 {
 		n := 0
 		if c.user != nil {
@@ -40,7 +41,9 @@ func (c *charModel) appendIDs(dst []int, s string) []int {
 		if !ok {
 			id = c.unk
 		}
-		dst = append(dst, int(id))
+		if !(id == c.unk && len(dst) > start && dst[len(dst)-1] == int(c.unk)) {
+			dst = append(dst, int(id))
+		}
 		s = s[n:]
 	}
 	return dst

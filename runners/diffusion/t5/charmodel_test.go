@@ -7,7 +7,7 @@ import (
 )
 
 // A CHAR model (SpeechT5's spm_char.model layout: <s> 0, <pad> 1, </s> 2, <unk> 3) gives one id
-// per normalized character, an unknown per unknown character (not merged), and </s>.
+// per normalized character, one unknown per run of unknown characters, and </s>.
 func TestCharModel(t *testing.T) {
 	m := testModel{pieces: []testPiece{{"<s>", 0, typeControl}, {"<pad>", 0, typeControl}, {"</s>", 0, typeControl},
 		{"<unk>", 0, typeUnknown}, {"▁", -1, typeNormal}, {"a", -2, typeNormal}, {"b", -3, typeNormal}, {"é", -4, typeNormal},
@@ -21,7 +21,8 @@ func TestCharModel(t *testing.T) {
 	}{
 		{"ab", []int{4, 5, 6, 2}},
 		{"  a   b ", []int{4, 5, 4, 6, 2}},
-		{"zz", []int{4, 3, 3, 2}},
+		{"zz", []int{4, 3, 2}},
+		{"zaz", []int{4, 3, 5, 3, 2}},
 		{"é[X]a", []int{4, 7, 8, 5, 2}},
 		{"", []int{2}},
 	} {
