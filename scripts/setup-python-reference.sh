@@ -49,4 +49,37 @@ sed -i 's/time.sleep(10)  # Use time.sleep() instead of await asyncio.sleep()/ti
 sed -i 's/time.sleep(2 \* num_inference_steps + 10)  # Use time.sleep() instead of await asyncio.sleep()/time.sleep(float(os.environ.get("MOCK_INFERENCE_SECONDS", 2 * num_inference_steps + 10)))/' $M
 sed -i 's/^        return None$/        return [Image.new("RGB", (1024, 1024), (120, 60, 200)) if hasattr(r, "guidance_scale") else (TranscriptionResponse(text="mock transcription", task="transcribe", language="english", duration=r._duration) if hasattr(r, "is_preprocessing_enabled") else {"top1_class_label": "mock", "top1_class_probability": "0.9900%"}) for r in prompt]/' $M
 grep -q 'Image.new("RGB", (1024, 1024)' $M || { echo "setup-python-reference: the mock runner edit did not apply (not the a8e7d0bd8 tree?)" >&2; exit 1; }
+# The work-equal CNN reference (issue 26): the mock's CNN answer is still a constant, but first it
+# does HEAD's Forge runner's host work (tt_model_runners/forge_runners/forge_runner.py run():
+# _get_pil_image — base64 decode, Image.open, convert('RGB') — then loader.input_preprocess,
+# torchvision's Resize(256) bilinear, CenterCrop(224), ToTensor, Normalize), here in numpy as
+# torchvision computes it. MOCK_CNN_PREPROCESS=0 turns it off (the constant answer alone).
+sed -i 's/else {"top1_class_label": "mock", "top1_class_probability": "0.9900%"}) for r in prompt]/else _tt_cnn_work(r)) for r in prompt]/' $M
+cat >>$M <<'PYEOF'
+
+
+import base64 as _tt_b64, io as _tt_io
+import numpy as _tt_np
+_TT_MEAN = _tt_np.array([0.485, 0.456, 0.406], _tt_np.float32).reshape(3, 1, 1)
+_TT_STD = _tt_np.array([0.229, 0.224, 0.225], _tt_np.float32).reshape(3, 1, 1)
+
+
+def _tt_cnn_work(r):
+    """HEAD's Forge runner's host work for one classification, then the mock's constant answer."""
+    if os.environ.get("MOCK_CNN_PREPROCESS", "1") == "1":
+        p = r.prompt
+        if isinstance(p, str):
+            p = _tt_b64.b64decode(p.split(",", 1)[1] if p.startswith("data:") else p)
+        im = Image.open(_tt_io.BytesIO(p))
+        if im.mode != "RGB":
+            im = im.convert("RGB")
+        w, h = im.size
+        nw, nh = (256, int(256 * h / w)) if w <= h else (int(256 * w / h), 256)
+        im = im.resize((nw, nh), Image.BILINEAR)
+        left, top = int(round((nw - 224) / 2.0)), int(round((nh - 224) / 2.0))
+        x = _tt_np.asarray(im.crop((left, top, left + 224, top + 224)), _tt_np.float32).transpose(2, 0, 1) / 255
+        x = (x - _TT_MEAN) / _TT_STD
+    return {"top1_class_label": "mock", "top1_class_probability": "0.9900%"}
+PYEOF
+grep -q '_tt_cnn_work(r)) for r in prompt' $M || { echo "setup-python-reference: the work-equal CNN edit did not apply" >&2; exit 1; }
 echo "python reference ready: PYTHONPATH=$S/site, tree $S/ttms"
