@@ -6,7 +6,7 @@ package server
 // reuses it.
 
 import (
-	"io"
+	"bytes"
 	"mime"
 	"net/http"
 
@@ -33,13 +33,23 @@ func (in *request) jsonBody() (*body, error) {
 	return parseBody(in.data)
 }
 
+// maxPresize bounds the buffer readRequest allocates before the body arrives.
+const maxPresize = 1 << 20
+
 // readRequest reads r's body (capped by limitBody) and its media type, in the Python dialect
 // until the dialect check says otherwise.
 func readRequest(r *http.Request) (*request, error) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
+	// One allocation of the announced size instead of io.ReadAll's doubling and copying (a
+	// 100 KB image body was grown eight times), up to maxPresize: past it the buffer grows as
+	// the bytes arrive, so a Content-Length alone cannot make the server hold memory.
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(min(n, maxPresize)) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(r.Body); err != nil {
 		return nil, bodyErr(err)
 	}
+	data := buf.Bytes()
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return &request{data: data, contentType: ct, boundary: params["boundary"], dialect: dialectPython}, nil
 }
