@@ -102,13 +102,14 @@ audio_case() { # audio_case BINARY
 	idle=$(kib VmHWM)
 	r0=$(rchar)
 	for i in $(seq "$N"); do
-		curl -s -o /dev/null -w "%{http_code}\n" -H 'Authorization: Bearer your-secret-key' \
+		curl -s -o "$TMP/body.$1.$i" -w "%{http_code}\n" -H 'Authorization: Bearer your-secret-key' \
 			-F file=@"$TMP/bomb.webm" -F model=whisper-1 "http://127.0.0.1:$PORT/v1/audio/transcriptions" >>"$TMP/codes.$1" &
 		curls+=($!)
 	done
 	wait "${curls[@]}"
 	printf '  %s' "$(sort "$TMP/codes.$1" | uniq -c | awk '{printf "%s x %s, ", $1, $2}')"
 	report "$1, $N x 100k-block WebM" "$idle" "$r0"
+	grep -h -o '"message": *"[^"]*"' "$TMP"/body."$1".* 2>/dev/null | sort | uniq -c | sed 's/^/     /' | head -5
 	stop
 }
 
