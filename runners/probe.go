@@ -57,6 +57,9 @@ func ProbeRequest(runner string, svc Service, deep bool) (req Request, check fun
 		return &CNNRequest{Image: img, TopK: 1}, checkClasses
 	case ServiceTextToSpeech:
 		return speechProbe(deep)
+	case ServiceVideo:
+		// One step of a tiny clip: a video job's full size takes minutes of device time.
+		return &VideoRequest{Prompt: "canary", Steps: 1, Width: 16, Height: 16, Frames: 2}, checkVideo
 	}
 	return nil, func(Result) error { return fmt.Errorf("no probe for service %q", svc) }
 }
@@ -83,6 +86,14 @@ func checkClasses(v Result) error {
 	}
 	if p := res.Top[0].Probability; !(p >= 0 && p <= 1) {
 		return errors.New("canary probe: the top class's probability is not in [0, 1]")
+	}
+	return nil
+}
+
+func checkVideo(v Result) error {
+	r, ok := ResultAs[*VideoResult](v)
+	if !ok || len(r.Frames) == 0 || r.Width <= 0 || r.Height <= 0 || len(r.Frames[0]) != r.Width*r.Height*3 {
+		return fmt.Errorf("probe: malformed video result %T", v)
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func (r *Registry) New(name string, spec WorkerSpec) (Runner, error) {
 		m, ok := Lookup(name, spec.Settings)
 		e := r.entries[m.Name]
 		if !ok || e.simulated == nil {
-			return nil, fmt.Errorf("MODEL_RUNNER=mock needs MODEL_SERVICE=image|audio|cnn, got %q", service)
+			return nil, fmt.Errorf("MODEL_RUNNER=mock needs MODEL_SERVICE=image|audio|cnn|video, got %q", service)
 		}
 		return e.simulated(spec)
 	}

@@ -9,6 +9,7 @@ import (
 	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
 	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
 	speecht5runner "github.com/tenstorrent/tt-media-server-go/runners/speecht5/runner"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan"
 	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
 )
 
@@ -19,5 +20,6 @@ func NewRegistry() *runners.Registry {
 	whisperrunner.Register(reg)
 	resnet.Register(reg)
 	speecht5runner.Register(reg)
+	wan.Register(reg)
 	return reg
 }

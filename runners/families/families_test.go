@@ -37,6 +37,16 @@ func TestRegister(t *testing.T) {
 		{catalogue.RunnerYOLOv4, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{catalogue.RunnerSpeechT5, runners.ServiceTextToSpeech, &runners.SpeechRequest{Text: "Hi."}, &runners.SpeechResult{}},
 	}
+	for _, m := range runners.Models() {
+		if m.Service == runners.ServiceVideo {
+			tests = append(tests, struct {
+				name    string
+				service runners.Service
+				request runners.Request
+				result  any
+			}{m.Name, runners.ServiceVideo, &runners.VideoRequest{Prompt: "x", Steps: 1, Width: 16, Height: 8, Frames: 3}, &runners.VideoResult{}})
+		}
+	}
 	require.Len(t, reg.Names(), len(tests)+1)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,7 +89,7 @@ func TestRegister(t *testing.T) {
 			require.NoError(t, out[0].Err)
 			require.IsType(t, result, out[0].Value)
 		}
-		for _, s := range []*config.Settings{nil, {}, {ModelService: "video"}} {
+		for _, s := range []*config.Settings{nil, {}, {ModelService: "llm"}} {
 			_, err := reg.New(catalogue.RunnerMock, runners.WorkerSpec{Settings: s})
 			require.ErrorContains(t, err, "MODEL_SERVICE")
 		}
