@@ -70,6 +70,46 @@ func (f *Files) Write(id, variant string, write func(io.Writer) error) (name str
 	return name, nil
 }
 
+// WritePath stores a job's result variant written by write at a temporary path (for writers
+// that need a path, such as ffmpeg's MP4 muxer, which seeks) and returns its file name; on any
+// error nothing is left behind.
+func (f *Files) WritePath(id, variant string, write func(path string) error) (name string, err error) {
+	tmp, err := f.CreateTemp(f.Dir, "."+id+".*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("create result file: %w", err)
+	}
+	path := tmp.Name()
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("create result file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(path)
+		}
+	}()
+	if err := write(path); err != nil {
+		return "", fmt.Errorf("write result file: %w", err)
+	}
+	if err := syncFile(path); err != nil {
+		return "", fmt.Errorf("sync result file: %w", err)
+	}
+	name = Name(id, variant)
+	if err := os.Rename(path, f.Path(name)); err != nil {
+		return "", fmt.Errorf("store result file: %w", err)
+	}
+	return name, nil
+}
+
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
 // idOf is the job id a file in the directory belongs to ("" for foreign files).
 func idOf(name string) (id string, temp bool) {
 	if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {

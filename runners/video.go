@@ -44,7 +44,12 @@ type VideoResult struct {
 	Frames             [][]byte
 }
 
+// VideoProgress is a video task's streamed progress (through Task.Emit): Done of Total
+// denoising steps; Done 0 is sent when a device takes the task.
+type VideoProgress struct{ Done, Total int }
+
 func (*VideoRequest) Service() Service { return ServiceVideo }
+func (VideoProgress) Service() Service { return ServiceVideo }
 func (*VideoResult) Service() Service  { return ServiceVideo }
 
 // Cost of a video job: its denoising steps.

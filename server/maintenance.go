@@ -50,7 +50,7 @@ func (s *Server) ready() bool {
 			return false
 		}
 	}
-	return true
+	return s.videoReady()
 }
 
 func workerInfos(workers map[string]scheduler.WorkerStatus) map[string]workerInfo {

@@ -84,6 +84,8 @@ type Deps struct {
 	Mock bool
 	// Metrics, when set, records requests and media units and serves /metrics.
 	Metrics *metrics.Metrics
+	// Video is the job store and result files of a video pool (nil without one).
+	Video *VideoJobs
 }
 
 // Server holds the HTTP handlers.
@@ -109,6 +111,8 @@ type Server struct {
 	// audioLanguage is AUDIO_LANGUAGE as a Whisper language code: the language of Python-dialect
 	// transcriptions ("" = detect, when the setting names no known language; cmd checks it).
 	audioLanguage string
+	// video serves the video routes (video.go); nil without a video pool.
+	video *videoService
 	// fanoutChunkSeconds bounds a fanned-out transcription's chunks (0: 30 s, Whisper's
 	// window); a seam for tests, which use shorter audio.
 	fanoutChunkSeconds float64
@@ -165,6 +169,9 @@ func New(d Deps) *Server {
 			JWTIssuer: d.Settings.JWTIssuer, JWTAudience: d.Settings.JWTAudience})
 	}
 	s.auth = auth
+	if s.pool(runners.ServiceVideo) != nil && d.Video != nil {
+		s.video = s.newVideoService(d.Video)
+	}
 	s.engine = s.routes()
 	return s
 }
@@ -235,6 +242,9 @@ func (s *Server) routes() *gin.Engine {
 		case runners.ServiceTextToSpeech:
 			s.speechRoutes(r, authed, limited, deadline) // speech.go
 		}
+	}
+	if s.video != nil {
+		s.videoRoutes(r, authed) // HEAD's and OpenAI's video routes (video*.go)
 	}
 	// /v1 images, audio and models: the OpenAI-compatible API (openai*.go).
 	s.openaiRoutes(r.Group("/v1"))

@@ -130,6 +130,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			service = runners.Service(p.Service)
 		}
 		runner := p.Runner
+		timeout := settings.InferenceTimeout
+		if service == runners.ServiceVideo {
+			timeout = settings.Video.JobTimeout // a video job runs minutes to hours (0: no limit)
+		}
 		sched := scheduler.New(scheduler.Config{
 			Groups:         p.Groups,
 			QueueSize:      settings.MaxQueueSize,
@@ -138,7 +142,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			PerClientCap:   settings.MaxQueuePerClient,
 			ClientWeights:  settings.ClientWeights,
 			StartDelay:     settings.NewDeviceDelay,
-			Timeout:        settings.InferenceTimeout,
+			Timeout:        timeout,
 			MaxRestarts:    settings.MaxWorkerRestarts,
 			RestartDelay:   settings.ResetDeviceSleep,
 			CheckInterval:  settings.WorkerCheckInterval,
@@ -161,7 +165,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		pools = append(pools, server.Pool{Service: service, Runner: runner, Sched: sched})
 		scheds = append(scheds, sched)
 	}
-	srv := server.New(server.Deps{Settings: settings, Pools: pools, Logger: log, Mock: settings.Mock, Metrics: m})
+	videoJobs, closeVideo, err := openVideoJobs(ctx, settings, pools, log)
+	if err != nil {
+		return err
+	}
+	defer closeVideo()
+	srv := server.New(server.Deps{Settings: settings, Pools: pools, Logger: log, Mock: settings.Mock, Metrics: m, Video: videoJobs})
 	addr := net.JoinHostPort(settings.Host, strconv.Itoa(settings.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -205,6 +214,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	stop()
+	srv.CloseVideo() // running video jobs end as interrupted; queued ones too
 	log.Info("shutting down: no new requests; finishing in-flight work", "grace", settings.ShutdownGrace)
 	grace, cancel := context.WithTimeout(context.Background(), settings.ShutdownGrace)
 	defer cancel()

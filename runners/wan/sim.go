@@ -3,7 +3,8 @@
 // and every catalogued video model run in mock-device mode. The simulated runner spends the
 // model's device time (MOCK_STEP_SECONDS per denoising step), tells progress after every step,
 // stops at the next step when its task is cancelled, and makes a deterministic moving picture
-// that depends on the prompt, the seed and the I2V images. The real Wan host pipeline is not
+// that depends on the prompt, the seed and the I2V images, at the size the request names (the
+// server shrinks it by MOCK_VIDEO_SCALE in mock-device mode). The real Wan host pipeline is not
 // here yet (docs/API.md says so).
 package wan
 
@@ -39,11 +40,7 @@ func Factory(model string) runners.Factory {
 		if !ok || m.Video == nil {
 			return nil, fmt.Errorf("%w %q: not a video model", runners.ErrUnknownRunner, model)
 		}
-		r := &simRunner{model: m.Name, spec: *m.Video, lat: simdev.LatencyFrom(spec.Settings), scale: 1}
-		if spec.Settings != nil && spec.Settings.Video.MockScale > 1 {
-			r.scale = spec.Settings.Video.MockScale
-		}
-		return r, nil
+		return &simRunner{model: m.Name, spec: *m.Video, lat: simdev.LatencyFrom(spec.Settings)}, nil
 	}
 }
 
@@ -51,7 +48,6 @@ type simRunner struct {
 	model  string
 	spec   runners.VideoSpec
 	lat    simdev.Latency
-	scale  int
 	closed atomic.Bool
 }
 
@@ -90,8 +86,17 @@ func (r *simRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Out
 // next) and renders the clip.
 func (r *simRunner) generate(ctx context.Context, req *runners.VideoRequest, t runners.Task) (*runners.VideoResult, error) {
 	steps := max(req.Steps, 1)
-	if t.Progress != nil {
-		t.Progress(0, steps) // the device has taken the task
+	progress := func(done int) error {
+		if t.Progress != nil {
+			t.Progress(done, steps)
+		}
+		if t.Emit != nil {
+			return t.Emit(runners.VideoProgress{Done: done, Total: steps})
+		}
+		return nil
+	}
+	if err := progress(0); err != nil { // the device has taken the task
+		return nil, fmt.Errorf("%s: %w", r.model, err)
 	}
 	for step := range steps {
 		if err := ctx.Err(); err != nil {
@@ -100,8 +105,8 @@ func (r *simRunner) generate(ctx context.Context, req *runners.VideoRequest, t r
 		if err := simdev.Sleep(ctx, r.lat.PerStep); err != nil {
 			return nil, fmt.Errorf("%s: transformer step %d of %d: %w", r.model, step+1, steps, err)
 		}
-		if t.Progress != nil {
-			t.Progress(step+1, steps)
+		if err := progress(step + 1); err != nil {
+			return nil, fmt.Errorf("%s: after step %d of %d: %w", r.model, step+1, steps, err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -111,7 +116,6 @@ func (r *simRunner) generate(ctx context.Context, req *runners.VideoRequest, t r
 	if w <= 0 || h <= 0 || n <= 0 {
 		return nil, &simdev.BadRequest{Msg: fmt.Sprintf("%s: clip size %dx%d with %d frames", r.model, w, h, n)}
 	}
-	w, h = max(2, w/r.scale/2*2), max(2, h/r.scale/2*2)
 	return &runners.VideoResult{Width: w, Height: h, FPS: r.spec.FPS, Frames: render(req, w, h, n)}, nil
 }
 
