@@ -133,9 +133,6 @@ func (v *videoRunner) watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// wait waits for the running jobs to end (after their contexts were cancelled).
-func (v *videoRunner) wait() { v.wg.Wait() }
-
 // shutdown cancels every running job; they are failed as interrupted.
 func (v *videoRunner) shutdown() {
 	v.mu.Lock()

@@ -84,19 +84,25 @@ func newVideoEnv(t *testing.T, runner string, step time.Duration, mutate func(*c
 
 const videoAuth = "Bearer k"
 
-func (e *videoEnv) post(t *testing.T, path string, body any) (*http.Response, map[string]any) {
+// videoAnswer is a recorded response's status and headers.
+type videoAnswer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func (e *videoEnv) post(t *testing.T, path string, body any) (videoAnswer, map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	w := do(e.h, http.MethodPost, path, "application/json", videoAuth, b)
 	var out map[string]any
 	_ = json.Unmarshal(w.Body.Bytes(), &out)
-	return w.Result(), out
+	return videoAnswer{w.Code, w.Header()}, out
 }
 
-func (e *videoEnv) get(t *testing.T, path string) (*http.Response, []byte) {
+func (e *videoEnv) get(t *testing.T, path string) (videoAnswer, []byte) {
 	t.Helper()
 	w := do(e.h, http.MethodGet, path, "", videoAuth, nil)
-	return w.Result(), w.Body.Bytes()
+	return videoAnswer{w.Code, w.Header()}, w.Body.Bytes()
 }
 
 func (e *videoEnv) wait(t *testing.T) jobs.State {
