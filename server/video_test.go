@@ -25,6 +25,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/jobs"
 	"github.com/tenstorrent/tt-media-server-go/media/video"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -118,7 +119,7 @@ func (e *videoEnv) wait(t *testing.T) jobs.State {
 
 func TestVideoPythonFlow(t *testing.T) {
 	needVideoTools(t)
-	e := newVideoEnv(t, runners.RunnerWan22, time.Millisecond, nil)
+	e := newVideoEnv(t, catalogue.RunnerWan22, time.Millisecond, nil)
 	resp, job := e.post(t, "/v1/videos/generations", map[string]any{"prompt": "a red fox", "num_inference_steps": 5})
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, job)
 	require.Equal(t, "queued", job["status"])
@@ -175,7 +176,7 @@ func doReq(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 
 func TestVideoOpenAIFlow(t *testing.T) {
 	needVideoTools(t)
-	e := newVideoEnv(t, runners.RunnerWan22, time.Millisecond, nil)
+	e := newVideoEnv(t, catalogue.RunnerWan22, time.Millisecond, nil)
 	resp, v := e.post(t, "/v1/videos", map[string]any{"prompt": "waves", "model": "tt-wan2.2", "seconds": "5", "size": "104x60"})
 	require.Equal(t, http.StatusOK, resp.StatusCode, v)
 	require.Equal(t, "video", v["object"])
@@ -207,7 +208,7 @@ func TestVideoOpenAIFlow(t *testing.T) {
 // TestVideoCancelRunning: cancelling a running job stops the device at its next step and
 // frees it for the next job; nothing is written.
 func TestVideoCancelRunning(t *testing.T) {
-	e := newVideoEnv(t, runners.RunnerWan22, 100*time.Millisecond, nil)
+	e := newVideoEnv(t, catalogue.RunnerWan22, 100*time.Millisecond, nil)
 	_, job := e.post(t, "/v1/videos/generations", map[string]any{"prompt": "slow", "num_inference_steps": 50})
 	id := job["id"].(string)
 	require.Eventually(t, func() bool {
@@ -229,7 +230,7 @@ func TestVideoCancelRunning(t *testing.T) {
 // TestVideoStorageFull: a disk that fills while the MP4 is written fails the job with
 // storage_error and leaves nothing half-written.
 func TestVideoStorageFull(t *testing.T) {
-	e := newVideoEnv(t, runners.RunnerWan22, time.Millisecond, nil)
+	e := newVideoEnv(t, catalogue.RunnerWan22, time.Millisecond, nil)
 	e.srv.video.runner.encode = func(_ context.Context, path string, _ video.Frames, _ video.Options) error {
 		if err := os.WriteFile(path, []byte("half an mp4"), 0o600); err != nil {
 			return err
@@ -247,7 +248,7 @@ func TestVideoStorageFull(t *testing.T) {
 }
 
 func TestVideoMaxJobs(t *testing.T) {
-	e := newVideoEnv(t, runners.RunnerWan22, time.Millisecond, func(s *config.Settings) { s.Video.MaxJobs = 1 })
+	e := newVideoEnv(t, catalogue.RunnerWan22, time.Millisecond, func(s *config.Settings) { s.Video.MaxJobs = 1 })
 	e.srv.video.runner.encode = func(context.Context, string, video.Frames, video.Options) error { return nil }
 	resp, _ := e.post(t, "/v1/videos/generations", map[string]any{"prompt": "x", "num_inference_steps": 4})
 	require.Equal(t, http.StatusAccepted, resp.StatusCode)
@@ -283,9 +284,9 @@ func uploadBody(t *testing.T, ctype string, img []byte, fields map[string]string
 
 // TestVideoBadInputs: every wrong value is a 4xx naming its field, and nothing is queued.
 func TestVideoBadInputs(t *testing.T) {
-	t2v := newVideoEnv(t, runners.RunnerWan22, time.Millisecond, nil)
-	i2v := newVideoEnv(t, runners.RunnerWan22I2V, time.Millisecond, nil)
-	mm := newVideoEnv(t, runners.RunnerMiniMaxH3T2VA, time.Millisecond, nil)
+	t2v := newVideoEnv(t, catalogue.RunnerWan22, time.Millisecond, nil)
+	i2v := newVideoEnv(t, catalogue.RunnerWan22I2V, time.Millisecond, nil)
+	mm := newVideoEnv(t, catalogue.RunnerMiniMaxH3T2VA, time.Millisecond, nil)
 	img := base64.StdEncoding.EncodeToString(videoPNG(t))
 	for _, tc := range []struct {
 		name   string
@@ -363,7 +364,7 @@ func TestVideoBadInputs(t *testing.T) {
 
 // TestVideoI2V: an I2V job from the upload route completes; its JSON never echoes the image.
 func TestVideoI2V(t *testing.T) {
-	e := newVideoEnv(t, runners.RunnerWan22I2VDistill, time.Millisecond, nil)
+	e := newVideoEnv(t, catalogue.RunnerWan22I2VDistill, time.Millisecond, nil)
 	e.srv.video.runner.encode = func(_ context.Context, path string, f video.Frames, _ video.Options) error {
 		return os.WriteFile(path, []byte("mp4"), 0o600)
 	}
