@@ -15,7 +15,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/media/audio"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
 )
 
 const (
@@ -330,7 +330,7 @@ type pythonTranscriptBody struct {
 }
 
 func pythonTranscript(res *runners.TranscriptionResult, timestamps bool) pythonTranscriptBody {
-	if name, ok := tokenizer.LanguageName(res.Language); ok { // "en" → "english", as the seed answered
+	if name, ok := whisper.LanguageName(res.Language); ok { // "en" → "english", as the seed answered
 		cp := *res
 		cp.Language = name
 		res = &cp

@@ -9,7 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/fanout"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -19,14 +19,14 @@ const chunksHeader = "X-Transcription-Chunks"
 
 // fanoutPlan is the chunking of req when fan-out applies: ALLOW_AUDIO_FANOUT is on, the
 // request was pre-processed (VAD chunking on: it has speech segments), and its speech does
-// not fit one chunk of 30 s (fanout.MaxChunkSeconds). The chunks are balanced for the pool's
-// number of workers (fanout.Split). Otherwise it is nil and the request is one job.
-func (s *Server) fanoutPlan(req *runners.AudioRequest) *fanout.Plan {
+// not fit one chunk of 30 s (whisper.MaxChunkSeconds). The chunks are balanced for the pool's
+// number of workers (whisper.Split). Otherwise it is nil and the request is one job.
+func (s *Server) fanoutPlan(req *runners.AudioRequest) *whisper.Plan {
 	if !s.cfg.AllowAudioFanout || len(req.Segments) == 0 {
 		return nil
 	}
 	workers := len(s.pool(runners.ServiceAudio).Sched.Workers())
-	plan := fanout.Split(req, s.fanoutChunkSeconds, workers) // 0 s: fanout.MaxChunkSeconds
+	plan := whisper.Split(req, s.fanoutChunkSeconds, workers) // 0 s: whisper.MaxChunkSeconds
 	if len(plan.Chunks) < 2 {
 		return nil
 	}
@@ -81,7 +81,7 @@ func (s *Server) transcribe(c *gin.Context, req *runners.AudioRequest, onChunk f
 			return nil
 		}
 	}
-	res, err := fanout.Run(ctx, s.pool(runners.ServiceAudio).Sched.Submit, *plan, emit)
+	res, err := whisper.Run(ctx, s.pool(runners.ServiceAudio).Sched.Submit, *plan, emit)
 	if err != nil {
 		if errors.Is(err, errStreamWrite) {
 			return nil, errStreamWrite

@@ -17,8 +17,8 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion"
 )
 
 // maxPromptChars bounds prompts. The text encoders see at most 77 CLIP tokens (T5: 256 for
@@ -251,7 +251,7 @@ func (s *Server) resolveLoRA(ctx context.Context, r *runners.ImageRequest) error
 		e := httpErr(http.StatusBadRequest, "lora_path %q: %v", shorten(r.LoRAPath), err)
 		if ae, ok := errors.AsType[*apiError](err); ok { // IMAGE_MEMORY_BUDGET_BYTES: 413, or 429 after a wait
 			e.status, e.retryAfter = ae.status, ae.retryAfter
-		} else if errors.Is(err, lora.ErrTooLarge) {
+		} else if errors.Is(err, diffusion.ErrLoRATooLarge) {
 			e.status = http.StatusRequestEntityTooLarge
 		}
 		return e

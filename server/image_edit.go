@@ -23,7 +23,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/imageproc"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion"
 )
 
 // defaultStrength is HEAD's ImageToImageRequest default.
@@ -88,7 +88,7 @@ func decodeInputImage(field string, data []byte) (*image.NRGBA, error) {
 	return img, nil
 }
 
-// decodeMask decodes a mask and reads it as one channel (imageproc.MaskChannel; alphaMarks for
+// decodeMask decodes a mask and reads it as one channel (diffusion.MaskChannel; alphaMarks for
 // OpenAI's transparent-area convention); it must be the image's size.
 func decodeMask(field string, data []byte, img image.Image, alphaMarks bool) (*image.Gray, error) {
 	m, _, err := imaging.Decode(data, maxImagePixels)
@@ -100,7 +100,7 @@ func decodeMask(field string, data []byte, img image.Image, alphaMarks bool) (*i
 		return nil, &apiError{param: field, status: http.StatusBadRequest,
 			msg: fmt.Sprintf("%s is %dx%d but image is %dx%d: the mask must have the image's size", field, mb.Dx(), mb.Dy(), ib.Dx(), ib.Dy())}
 	}
-	g, err := imageproc.MaskChannel(m, alphaMarks)
+	g, err := diffusion.MaskChannel(m, alphaMarks)
 	if err != nil {
 		return nil, &apiError{param: field, status: http.StatusBadRequest, msg: field + ": " + err.Error()}
 	}

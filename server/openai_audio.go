@@ -16,7 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
 )
 
 const (
@@ -149,7 +149,7 @@ func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*
 			req.responseFormat, strings.Join(openAIAudioFormats, ", "))
 	}
 	if req.language != "" {
-		code, err := tokenizer.NormalizeLanguage(req.language)
+		code, err := whisper.NormalizeLanguage(req.language)
 		if err != nil {
 			return nil, invalidParam("language", "language %q is not supported; use an ISO-639-1 code such as \"en\"", req.language)
 		}

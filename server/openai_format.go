@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
 )
 
 // Tasks of the two audio routes, as verbose_json's "task" names them.
@@ -127,7 +127,7 @@ func verboseSegmentOf(i int, s runners.TranscriptionSegment) verboseSegment {
 	text := strings.TrimSpace(s.Text)
 	return verboseSegment{
 		ID: i, Seek: int(math.Round(s.StartTime * 100)), Start: s.StartTime, End: s.EndTime,
-		Text: " " + text, Tokens: []int{}, CompressionRatio: decoding.CompressionRatio(text),
+		Text: " " + text, Tokens: []int{}, CompressionRatio: whisper.CompressionRatio(text),
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -91,7 +91,7 @@ type Deps struct {
 // Server holds the HTTP handlers.
 type Server struct {
 	cfg     *config.Settings
-	loras   *lora.Cache // LoRA adapters checked before queueing (LORA_ROOT; headers only, no tensor data)
+	loras   *diffusion.LoRACache // LoRA adapters checked before queueing (LORA_ROOT; headers only, no tensor data)
 	pools   []Pool
 	byName  map[runners.Service]*Pool
 	log     *slog.Logger
@@ -139,9 +139,9 @@ func New(d Deps) *Server {
 	}
 	s.imageMem = newMemBudget(d.Settings.ImageMemoryBudget, "IMAGE_MEMORY_BUDGET_BYTES", "images and LoRA checks")
 	s.audioMem = newMemBudget(d.Settings.AudioMemoryBudget, "AUDIO_MEMORY_BUDGET_BYTES", "audio decodes")
-	s.loras = lora.NewCache(lora.Options{Entries: 16, Check: true, MaxFileBytes: d.Settings.LoRAMaxFileBytes, Budget: s.imageMem})
+	s.loras = diffusion.NewLoRACache(diffusion.LoRAOptions{Entries: 16, Check: true, MaxFileBytes: d.Settings.LoRAMaxFileBytes, Budget: s.imageMem})
 	if d.Settings.AudioLanguage != "" {
-		code, err := tokenizer.NormalizeLanguage(d.Settings.AudioLanguage)
+		code, err := whisper.NormalizeLanguage(d.Settings.AudioLanguage)
 		if err != nil {
 			log.Error("AUDIO_LANGUAGE names no Whisper language; Python-dialect transcriptions detect it", "err", err)
 		}

@@ -1,5 +1,6 @@
 // Package diffusion groups the host-side, device-independent building blocks shared by the
-// SDXL and SD3.5 runners. It holds no code of its own; each job lives in a subpackage:
+// SDXL and SD3.5 runners. It holds no pipeline code of its own, only the family's public API for
+// the server (api.go: inpainting masks, LoRA checks); each job lives in a subpackage:
 //
 //   - clip: CLIP's byte-level BPE tokenizer and the SDXL two-encoder 77-id inputs.
 //   - schedulers: diffusers' EulerDiscreteScheduler and FlowMatchEulerDiscreteScheduler maths.
