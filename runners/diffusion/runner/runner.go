@@ -21,18 +21,14 @@ import (
 	"image"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -145,56 +141,6 @@ type Config struct {
 // TRACE_REGION_SIZE that was set, and replaces the model's region.
 func DeviceOptions(model Model, mesh ttnn.MeshShape, traceRegion int) ttnn.Options {
 	return simdev.Options(model.catalogued(), &config.Settings{TraceRegionSize: traceRegion, TraceRegionSizeSet: traceRegion > 0}, mesh)
-}
-
-// tokenizers are what a runner loads from the weights directory.
-type tokenizers struct {
-	clip *clip.Tokenizer
-	t5   pipeline.T5Tokenizer // nil: SD3.5 runs without T5 (zero embeddings)
-}
-
-// loadT5 loads tokenizer_3; nil when this build has no T5 tokenizer.
-var loadT5 func(dir string) (pipeline.T5Tokenizer, error)
-
-// bpeFile is the original CLIP vocabulary file name (OpenAI's CLIP repository).
-const bpeFile = "bpe_simple_vocab_16e6.txt.gz"
-
-// loadCLIP reads the CLIP tokenizer from dir/tokenizer (Hugging Face's vocab.json and
-// merges.txt), or else from the original bpe_simple_vocab_16e6.txt.gz in dir/tokenizer or dir.
-func loadCLIP(dir string) (*clip.Tokenizer, error) {
-	cdir := filepath.Join(dir, "tokenizer")
-	_, errV := os.Stat(filepath.Join(cdir, "vocab.json"))
-	_, errM := os.Stat(filepath.Join(cdir, "merges.txt"))
-	if errV == nil && errM == nil {
-		return clip.LoadHFDir(cdir)
-	}
-	for _, p := range []string{filepath.Join(cdir, bpeFile), filepath.Join(dir, bpeFile)} {
-		if _, err := os.Stat(p); err == nil {
-			return clip.LoadBPEFile(p)
-		}
-	}
-	return nil, fmt.Errorf("%w in %q", ErrNoTokenizer, dir)
-}
-
-// loadTokenizers reads the CLIP tokenizer and, for SD3.5, tokenizer_3/ when present.
-func loadTokenizers(model Model, dir string) (tokenizers, error) {
-	var tk tokenizers
-	var err error
-	if tk.clip, err = loadCLIP(dir); err != nil {
-		if errors.Is(err, ErrNoTokenizer) {
-			return tk, err
-		}
-		return tk, fmt.Errorf("diffusion runner: %w", err)
-	}
-	if model == SD35 && loadT5 != nil {
-		t5dir := filepath.Join(dir, "tokenizer_3")
-		if _, err := os.Stat(t5dir); err == nil {
-			if tk.t5, err = loadT5(t5dir); err != nil {
-				return tk, fmt.Errorf("diffusion runner: tokenizer_3: %w", err)
-			}
-		}
-	}
-	return tk, nil
 }
 
 // Runner is the SDXL or SD3.5 runner on one device group.
@@ -539,95 +485,4 @@ func cfgSplit(mesh ttnn.MeshShape) (half ttnn.MeshShape, offsets []ttnn.MeshCoor
 		return half, []ttnn.MeshCoord{{Row: 0, Col: 0}, {Row: half.Rows, Col: 0}}, true
 	}
 	return ttnn.MeshShape{}, nil, false
-}
-
-// Register adds tt-sdxl-trace and tt-sd3.5 to reg: a worker gets the real pipeline when
-// MODEL_WEIGHTS_PATH holds the tokenizers and the device can be opened from this worker (a
-// worker process, or one device group, or a shared parent mesh); otherwise the simulated
-// model (simimage), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=image.
-func Register(reg *runners.Registry) {
-	for _, m := range []Model{SDXL, SD35, SDXLImg2Img, SDXLEdit} {
-		simulated := simimage.Factory(m.String())
-		reg.Register(m.String(), factory(m, simulated), simulated)
-	}
-}
-
-func factory(m Model, fallback runners.Factory) runners.Factory {
-	return func(spec runners.WorkerSpec) (runners.Runner, error) {
-		s := spec.Settings
-		if s != nil && s.DeviceBackend == config.BackendMetal && !s.Mock {
-			return newMetal(m, spec), nil
-		}
-		why := runners.SimPipelineBlocker(s, spec.Parent != nil)
-		if why == "" && m != SD35 && s.SDXLResolution == 512 {
-			// The SDXL device programs are declared for 1024x1024 (128x128 latents) only.
-			why = "SDXL_IMAGE_RESOLUTION=(512, 512): the SDXL device programs exist for 1024x1024 only"
-		}
-		var r *Runner
-		if why == "" {
-			var err error
-			r, err = New(configFor(m, spec))
-			switch {
-			case errors.Is(err, ErrNoTokenizer):
-				why = err.Error()
-			case err != nil:
-				return nil, err
-			}
-		}
-		if r != nil {
-			slog.Info("diffusion runner: real pipeline on the device", "runner", m.String(), "worker", spec.WorkerID,
-				"weights", s.ModelWeightsPath, "t5", r.tok.t5 != nil)
-			return r, nil
-		}
-		if fallback == nil {
-			return nil, fmt.Errorf("%s: %s, and no fallback runner is registered", m, why)
-		}
-		slog.Info("diffusion runner: using the simulated image runner", "runner", m.String(), "worker", spec.WorkerID, "reason", why)
-		return fallback(spec)
-	}
-}
-
-// newMetal is the runner of a worker on the metal backend (DEVICE_BACKEND=metal, a `ttnn`
-// build): the real host pipeline over the .ttnn programs of MODEL_WEIGHTS_PATH, never the
-// simulated runner. What stops it (no weights directory, no tokenizer, a resolution the programs
-// are not declared for) fails the worker's warm-up as a configuration error, not retried.
-func newMetal(m Model, spec runners.WorkerSpec) runners.Runner {
-	s := spec.Settings
-	fail := func(why string) runners.Runner {
-		return &simdev.FailedRunner{Err: runners.Permanent(fmt.Errorf("%s on DEVICE_BACKEND=metal: %s", m, why))}
-	}
-	switch {
-	case s.ModelWeightsPath == "":
-		return fail("MODEL_WEIGHTS_PATH is not set (it must hold the tokenizers and the .ttnn programs, docs/DEVICE-PROGRAMS.md)")
-	case m != SD35 && s.SDXLResolution == 512:
-		return fail("SDXL_IMAGE_RESOLUTION=(512, 512): the SDXL device programs are declared for 1024x1024 only")
-	}
-	c := configFor(m, spec)
-	c.Backend, c.Device.SimLatencyScale = config.BackendMetal, 0
-	r, err := New(c)
-	if err != nil {
-		return fail(err.Error())
-	}
-	slog.Info("diffusion runner: real pipeline on the metal backend", "runner", m.String(), "worker", spec.WorkerID,
-		"weights", s.ModelWeightsPath, "t5", r.tok.t5 != nil)
-	return r
-}
-
-// backend is the ttnn backend the runner drives ("sim" when not set).
-func (r *Runner) backend() string {
-	if r.cfg.Backend == "" {
-		return config.BackendSim
-	}
-	return r.cfg.Backend
-}
-
-// configFor is the runner configuration of one worker.
-func configFor(m Model, spec runners.WorkerSpec) Config {
-	s := spec.Settings
-	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot, LoRAMaxFileBytes: s.LoRAMaxFileBytes,
-		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
-	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
-	c.Device.SimLatencyScale = ttnn.SimScale(runners.MockLatency(m.catalogued(), s).Seconds(), m.catalogued().Sim.PipelineUnit())
-	return c
 }
