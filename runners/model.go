@@ -32,8 +32,8 @@ func Lookup(name string, s *config.Settings) (Model, bool) {
 // DefaultGuidance is the guidance_scale an image request without one gets on runner: the
 // model's; "mock" runs the image service's default model (SDXL).
 func DefaultGuidance(runner string) float64 {
-	if m, ok := catalogue.Resolve(runner, ServiceImage); ok && m.Image.Guidance > 0 {
-		return m.Image.Guidance
+	if m, ok := catalogue.Resolve(runner, ServiceImage); ok {
+		return m.Image.Guidance // 0: the model takes no guidance
 	}
 	d, _ := catalogue.DefaultFor(ServiceImage)
 	return d.Image.Guidance

@@ -331,6 +331,7 @@ func imageFieldsSet(r *runners.ImageRequest) map[string]bool {
 		"timesteps":            len(r.Timesteps) > 0,
 		"sigmas":               len(r.Sigmas) > 0,
 		"negative_prompt":      r.NegativePrompt != "",
+		"guidance_scale":       r.GuidanceScale != 0, // models without guidance default to 0
 	}
 }
 

@@ -77,7 +77,7 @@ func TestCatalogueEntries(t *testing.T) {
 		}
 		if m.Service == ServiceImage {
 			require.Positive(t, m.Image.MinSteps, m.Name)
-			require.GreaterOrEqual(t, m.Image.Guidance, 1.0, m.Name)
+			require.True(t, m.Image.Guidance >= 1 || m.Image.Guidance == 0, "%s: a default guidance > 1, or 0 (takes none)", m.Name)
 			require.Equal(t, m.Image.Input != InputNone, len(m.Routes) > 0, "%s: an image-input model names its route", m.Name)
 		}
 		for d := range m.Presets {

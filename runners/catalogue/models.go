@@ -8,7 +8,7 @@ import (
 // entries is the catalogue, in the order of HEAD's ModelRunners as this server lists them
 // (KnownRunners): the image models, then audio, CNN, text-to-speech and video. A new service
 // adds its list here.
-var entries = concat(imageModels, audioModels, cnnModels, speechModels, videoModels)
+var entries = concat(imageModels, newImageModels, audioModels, cnnModels, speechModels, videoModels)
 
 func concat(lists ...[]Model) []Model {
 	var out []Model

@@ -6,6 +6,10 @@ const (
 	RunnerResNet      = "tt-xla-resnet"
 	RunnerVoVNet      = "tt-xla-vovnet"
 	RunnerMobileNetV2 = "tt-xla-mobilenetv2"
+	// RunnerEfficientNet and RunnerViT are ImageNet classifiers too (HEAD's Forge runners),
+	// served in mock-device mode by the ResNet-50 programs' twin.
+	RunnerEfficientNet = "tt-xla-efficientnet"
+	RunnerViT          = "tt-xla-vit"
 )
 
 // resnetBatch is the unscaled simulator latency of one resnet50 batch (its manifest's).
@@ -41,4 +45,6 @@ var cnnModels = []Model{
 	}(),
 	cnn(RunnerVoVNet, "vovnet", forge+"ForgeVovnetRunner", cnnPresets),
 	cnn(RunnerMobileNetV2, "mobilenetv2", forge+"ForgeMobilenetv2Runner", cnnPresets),
+	cnn(RunnerEfficientNet, "efficientnet", forge+"ForgeEfficientnetRunner", cnnPresets),
+	cnn(RunnerViT, "vit", forge+"ForgeVitRunner", cnnPresets),
 }

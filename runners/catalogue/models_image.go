@@ -1,5 +1,10 @@
 package catalogue
 
+import (
+	"strconv"
+	"strings"
+)
+
 // MODEL_RUNNER names of HEAD's image runners served here.
 const (
 	RunnerSDXL = "tt-sdxl-trace"
@@ -97,4 +102,90 @@ var imageModels = []Model{
 // means "not sent".
 type Field struct {
 	Name, Why, Default string
+}
+
+// MODEL_RUNNER names of HEAD's tt-dit and Z-Image image runners: served on the Python road by
+// HEAD's classes and in mock-device mode by the diffusion family's simulated twin (the Flux
+// pipeline of the Go road is runners/diffusion's FluxRunner).
+const (
+	RunnerFlux1Dev       = "tt-flux.1-dev"
+	RunnerFlux1Schnell   = "tt-flux.1-schnell"
+	RunnerMotifImage6B   = "tt-motif-image-6b-preview"
+	RunnerQwenImage      = "tt-qwen-image"
+	RunnerQwenImage2512  = "tt-qwen-image-2512"
+	RunnerZImageTurbo    = "tt-z-image-turbo"
+	fluxMinSteps         = 4   // HEAD's _FLUX_MIN_INFERENCE_STEPS
+	fluxDevGuidance      = 3.5 // FluxPipeline's default embedded guidance (dev; schnell takes none)
+	ditSize              = 1024
+	qwenTraceRegion      = 47_000_000 // TTQwenImageRunner.get_pipeline_device_params
+	motifTraceRegion     = 31_000_000 // TTMotifImage6BPreviewRunner's
+	deviceIDs4Group      = "(0,1,2,3)"
+	zImageTurboHEADSteps = 9 // HEAD's ZImageTurboRunner.DEFAULT_STEPS: it runs 9 whatever is asked
+)
+
+// deviceIDs32Group is HEAD's DEVICE_IDS_32_GROUP: one worker over a Galaxy's 32 chips.
+var deviceIDs32Group = "(" + strings.Join(func() []string {
+	ids := make([]string, 32)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return ids
+}(), ",") + ")"
+
+// ditPresets are HEAD's T3K and Galaxy cells of the tt-dit image runners (Flux, Motif, Qwen):
+// one worker over the whole mesh.
+var ditPresets = map[string]Preset{
+	DeviceT3K:    {[2]int{2, 4}, false, deviceIDs4Group, 1},
+	DeviceGalaxy: {[2]int{4, 8}, false, deviceIDs32Group, 1},
+}
+
+// noCFG are the fields of a model without classifier-free guidance or SDXL micro-conditioning
+// (Flux): FluxPipeline does not take them.
+var noCFG = []Field{
+	{Name: "negative_prompt", Why: "no classifier-free guidance", Default: `""`},
+	{Name: "negative_prompt_2", Why: "no classifier-free guidance", Default: `""`},
+	{Name: "guidance_rescale", Why: "no classifier-free guidance", Default: "0"},
+	{Name: "crop_coords_top_left", Why: "SDXL micro-conditioning only", Default: "[0, 0]"},
+	{Name: "timesteps", Why: "its scheduler takes sigmas only", Default: "[]"},
+}
+
+// ditPythonUnused are the fields HEAD's TTDiTRunner.run does not pass to its pipeline (it reads
+// prompt, negative_prompt, num_inference_steps and seed).
+var ditPythonUnused = []string{"prompt_2", "negative_prompt_2", "guidance_rescale", "timesteps", "sigmas"}
+
+// ditImage is one of HEAD's tt-dit image runners with its simulated twin.
+func ditImage(name, canonical, weights, class string, p ImagePolicy, trace uint64) Model {
+	p.Size, p.FlowMatch = ditSize, true
+	p.PythonUnused = ditPythonUnused
+	if p.PythonGuidance == 0 {
+		p.PythonGuidance = max(p.Guidance, 1) // HEAD's runner does not pass guidance_scale: the pipeline's own
+	}
+	return Model{Name: name, Service: ServiceImage, Canonical: canonical,
+		ModelNames: []ModelName{{canonical, weights}}, Image: p, Presets: ditPresets,
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: trace, CommandQueues: 1, Fabric1D: true},
+		Sim:    imageSim, PythonClass: dit + class}
+}
+
+var newImageModels = []Model{
+	ditImage(RunnerFlux1Dev, "FLUX.1-dev", "black-forest-labs/FLUX.1-dev", "TTFlux1Runner",
+		ImagePolicy{MinSteps: fluxMinSteps, Guidance: fluxDevGuidance, Unused: noCFG}, DefaultTraceRegionSize),
+	ditImage(RunnerFlux1Schnell, "FLUX.1-schnell", "black-forest-labs/FLUX.1-schnell", "TTFlux1Runner",
+		ImagePolicy{MinSteps: fluxMinSteps, Unused: append([]Field{{Name: "guidance_scale",
+			Why: "schnell is guidance-distilled and takes no guidance", Default: "none"}}, noCFG...)}, DefaultTraceRegionSize),
+	ditImage(RunnerMotifImage6B, "Motif-Image-6B-Preview", "Motif-Technologies/Motif-Image-6B-Preview", "TTMotifImage6BPreviewRunner",
+		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, motifTraceRegion),
+	ditImage(RunnerQwenImage, "Qwen-Image", "Qwen/Qwen-Image", "TTQwenImageRunner",
+		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, qwenTraceRegion),
+	// runner_fabric builds TTQwenImageRunner for the 2512 weights too.
+	ditImage(RunnerQwenImage2512, "Qwen-Image-2512", "Qwen/Qwen-Image-2512", "TTQwenImageRunner",
+		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, qwenTraceRegion),
+	// Z-Image-Turbo: HEAD skips the step floor (the schema's 4 stays) and its runner reads only
+	// prompt and seed, running 9 steps; it is guidance-free.
+	{Name: RunnerZImageTurbo, Service: ServiceImage, Canonical: "Z-Image-Turbo",
+		ModelNames: []ModelName{{"Z-Image-Turbo", "Tongyi-MAI/Z-Image-Turbo"}},
+		Image: ImagePolicy{MinSteps: 4, Size: ditSize, FlowMatch: true, Unused: append([]Field{{Name: "guidance_scale",
+			Why: "Z-Image-Turbo is guidance-free", Default: "none"}}, noCFG...),
+			PythonUnused: ditPythonUnused, PythonGuidance: 1}, // HEAD also ignores num_inference_steps (runs 9)
+		Device: Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true},
+		Sim:    imageSim, PythonClass: "tt_model_runners.z_image_turbo_runner.ZImageTurboRunner"},
 }

@@ -36,6 +36,18 @@ func TestRegister(t *testing.T) {
 		{catalogue.RunnerMobileNetV2, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{catalogue.RunnerYOLOv4, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{catalogue.RunnerSpeechT5, runners.ServiceTextToSpeech, &runners.SpeechRequest{Text: "Hi."}, &runners.SpeechResult{}},
+		{catalogue.RunnerEfficientNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerViT, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+	}
+	// HEAD's tt-dit and Z-Image runners: the simulated twin in mock-device mode.
+	for _, name := range []string{catalogue.RunnerFlux1Dev, catalogue.RunnerFlux1Schnell, catalogue.RunnerMotifImage6B,
+		catalogue.RunnerQwenImage, catalogue.RunnerQwenImage2512, catalogue.RunnerZImageTurbo} {
+		tests = append(tests, struct {
+			name    string
+			service runners.Service
+			request runners.Request
+			result  any
+		}{name, runners.ServiceImage, &runners.ImageRequest{Prompt: "x", NumInferenceSteps: 1}, &runners.ImageResult{}})
 	}
 	for _, m := range runners.Models() {
 		if m.Service == runners.ServiceVideo {

@@ -41,42 +41,7 @@ func addMadeUp(t *testing.T, reg *runners.Registry) {
 func TestMadeUpModelServedEndToEnd(t *testing.T) {
 	reg := families.NewRegistry()
 	addMadeUp(t, reg)
-	env := map[string]string{"MODEL_RUNNER": madeUp, "API_KEY": "k", "MOCK_DEVICES_COUNT": "1",
-		"MOCK_WARMUP_SECONDS": "0", "MOCK_CNN_SECONDS": "0"}
-	settings, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "", true)
-	require.NoError(t, err)
-	require.Equal(t, "cnn", settings.ModelService, "config derives the service from the catalogue")
-	service, err := reg.Service(settings.ModelRunner)
-	require.NoError(t, err)
-	sched := scheduler.New(scheduler.Config{Groups: settings.DeviceGroups, QueueSize: 4, MaxBatchSize: 1,
-		Timeout: time.Minute, CheckInterval: time.Hour},
-		func(g config.DeviceGroup) (runners.Runner, error) {
-			return reg.New(settings.ModelRunner, runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings})
-		})
-	ctx, cancel := context.WithCancel(context.Background())
-	sched.Start(ctx)
-	srv := httptest.NewServer(server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Mock: true}).Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		require.NoError(t, sched.Stop(stop))
-		cancel()
-	})
-	require.Eventually(t, sched.Ready, 10*time.Second, 10*time.Millisecond, "the made-up model's worker did not warm up")
-
-	do := func(method, path string, body []byte) (int, map[string]any) {
-		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer k")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		return resp.StatusCode, out
-	}
+	do := serve(t, reg, map[string]string{"MODEL_RUNNER": madeUp, "MOCK_CNN_SECONDS": "0"})
 
 	status, models := do(http.MethodGet, "/v1/models", nil)
 	require.Equal(t, http.StatusOK, status)
@@ -102,4 +67,46 @@ func TestMadeUpModelServedEndToEnd(t *testing.T) {
 	require.Len(t, data, 1)
 	out := data[0].(map[string]any)["output"].(map[string]any)
 	require.Len(t, out["labels"], 2, "top_k=2 labels: %v", out)
+}
+
+// serve runs the server in process (mock-device mode) as cmd/tt-media-server wires it, on reg
+// and the settings env gives, and returns a client of it.
+func serve(t *testing.T, reg *runners.Registry, env map[string]string) func(method, path string, body []byte) (int, map[string]any) {
+	t.Helper()
+	base := map[string]string{"API_KEY": "k", "MOCK_DEVICES_COUNT": "1", "MOCK_WARMUP_SECONDS": "0", "MOCK_STEP_SECONDS": "0"}
+	for k, v := range env {
+		base[k] = v
+	}
+	settings, err := config.LoadFrom(func(k string) (string, bool) { v, ok := base[k]; return v, ok }, "", true)
+	require.NoError(t, err)
+	service, err := reg.Service(settings.ModelRunner)
+	require.NoError(t, err)
+	sched := scheduler.New(scheduler.Config{Groups: settings.DeviceGroups, QueueSize: 4, MaxBatchSize: 1,
+		Timeout: time.Minute, CheckInterval: time.Hour},
+		func(g config.DeviceGroup) (runners.Runner, error) {
+			return reg.New(settings.ModelRunner, runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings})
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	sched.Start(ctx)
+	srv := httptest.NewServer(server.New(server.Deps{Settings: settings, Service: service, Sched: sched, Mock: true}).Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		require.NoError(t, sched.Stop(stop))
+		cancel()
+	})
+	require.Eventually(t, sched.Ready, 10*time.Second, 10*time.Millisecond, "the worker did not warm up")
+	return func(method, path string, body []byte) (int, map[string]any) {
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer k")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
 }

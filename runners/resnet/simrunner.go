@@ -138,14 +138,16 @@ func SimFactory(model string) runners.Factory {
 	}
 }
 
-// Register attaches the CNN models to reg: ResNet-50, and the VoVNet, MobileNetV2 and YOLOv4
-// names, which run the ResNet-50 pipeline too. With DEVICE_BACKEND=metal (a `ttnn` build) the
+// Register attaches the catalogue's label-answering CNN models to reg: ResNet-50, and the
+// VoVNet, MobileNetV2, EfficientNet, ViT and YOLOv4 names, which run the ResNet-50 pipeline too. With DEVICE_BACKEND=metal (a `ttnn` build) the
 // factory runs it on MetalDevice (resnet50.ttnn from MODEL_WEIGHTS_PATH, checked against its
 // declaration); otherwise on the simulator, so the factory and the simulated fallback are the same.
 func Register(reg *runners.Registry) {
-	for _, name := range []string{catalogue.RunnerResNet, catalogue.RunnerVoVNet, catalogue.RunnerMobileNetV2, catalogue.RunnerYOLOv4} {
-		f := SimFactory(name)
-		reg.Register(name, f, f)
+	for _, m := range catalogue.Models() {
+		if m.Service == catalogue.ServiceCNN && m.CNN.Output == catalogue.OutputLabels {
+			f := SimFactory(m.Name)
+			reg.Register(m.Name, f, f)
+		}
 	}
 }
 

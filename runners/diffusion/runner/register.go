@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -21,6 +22,14 @@ import (
 // worker process, or one device group, or a shared parent mesh); otherwise the simulated
 // model (simimage), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=image.
 func Register(reg *runners.Registry) {
+	// The catalogue's other image models (HEAD's tt-dit and Z-Image runners) are served by
+	// the simulated twin in mock-device mode (DEVICE_BACKEND=python hosts HEAD's class).
+	for _, m := range catalogue.Models() {
+		if m.Service == catalogue.ServiceImage {
+			simulated := simimage.Factory(m.Name)
+			reg.Register(m.Name, simulated, simulated)
+		}
+	}
 	for _, m := range []Model{SDXL, SD35, SDXLImg2Img, SDXLEdit} {
 		simulated := simimage.Factory(m.String())
 		reg.Register(m.String(), factory(m, simulated), simulated)

@@ -43,8 +43,10 @@ const defaultSteps = 20
 func Factory(model string) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		size := imageSize
-		if spec.Settings != nil && spec.Settings.SDXLResolution == 512 && !isSD35(model) {
-			size = 512 // SDXL_IMAGE_RESOLUTION=(512, 512); SD3.5 renders 1024 only
+		if m, ok := catalogue.Lookup(model); ok && m.Image.Size > 0 {
+			size = m.Image.Size // a model of one size (SD3.5, the tt-dit models)
+		} else if spec.Settings != nil && spec.Settings.SDXLResolution == 512 && !isSD35(model) {
+			size = 512 // SDXL_IMAGE_RESOLUTION=(512, 512)
 		}
 		r := newImage(model, size, simdev.LatencyFrom(spec.Settings))
 		if spec.Settings != nil && spec.Settings.NumInferenceSteps > 0 {
