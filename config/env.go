@@ -3,22 +3,19 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
 )
 
-// rawEnv is the environment → value step. envconfig owns the mapping: its struct tags name
-// each variable and its default, and envconfig's own field walk (gatherInfo, reached through
-// the public envconfig.Usaget) yields the keys, defaults and settable fields. Every
-// non-string field type implements envconfig.Decoder, so envconfig.Process and our
-// lookup-driven processVars convert values identically (a test checks that they agree).
+// rawEnv is the environment → value step. Its envconfig struct tags name each variable and its
+// default; gatherVars reads them as envconfig does. Every non-string field type implements
+// envconfig.Decoder, so envconfig.Process and our lookup-driven processVars (the environment
+// merged with .env) convert values identically (a test checks that they agree).
 //
 // Variables without a default tag whose "was it set?" matters (DEVICE_IDS,
 // NEW_DEVICE_DELAY_SECONDS) use opt* types and get their defaults in Load, because those
@@ -118,38 +115,23 @@ type envVar struct {
 	field         reflect.Value // settable field of the spec
 }
 
-// gatherVars asks envconfig for its view of spec (a struct pointer): each variable's key,
-// alternate key, default tag and field. envconfig keeps that walk private but hands its
-// results to usage templates; a template function collects them.
+// gatherVars reads spec's variables (a pointer to a flat struct) from its struct tags, as
+// envconfig does for an empty prefix: the key is the `envconfig` tag upper-cased (which is also
+// envconfig's alternate key), the default the `default` tag. Every field names its variable.
 func gatherVars(spec any) ([]envVar, error) {
-	var vars []envVar
-	var collectErr error
-	collect := func(info any) string {
-		v := reflect.ValueOf(info)
-		field, ok := v.FieldByName("Field").Interface().(reflect.Value)
-		tags, ok2 := v.FieldByName("Tags").Interface().(reflect.StructTag)
-		if !ok || !ok2 {
-			collectErr = errors.New("config: unexpected envconfig usage data")
-			return ""
+	v := reflect.ValueOf(spec)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("config: %T is not a pointer to a struct", spec)
+	}
+	v = v.Elem()
+	vars := make([]envVar, 0, v.NumField())
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		key := strings.ToUpper(f.Tag.Get("envconfig"))
+		if key == "" || !f.IsExported() {
+			return nil, fmt.Errorf("config: field %s of %T names no variable", f.Name, spec)
 		}
-		vars = append(vars, envVar{
-			key:   v.FieldByName("Key").String(),
-			alt:   v.FieldByName("Alt").String(),
-			def:   tags.Get("default"),
-			field: field,
-		})
-		return ""
-	}
-	tmpl, err := template.New("vars").Funcs(template.FuncMap{"collect": collect}).
-		Parse(`{{range .}}{{collect .}}{{end}}`)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := envconfig.Usaget("", spec, io.Discard, tmpl); err != nil {
-		return nil, fmt.Errorf("config: envconfig: %w", err)
-	}
-	if collectErr != nil {
-		return nil, collectErr
+		vars = append(vars, envVar{key: key, alt: key, def: f.Tag.Get("default"), field: v.Field(i)})
 	}
 	return vars, nil
 }
