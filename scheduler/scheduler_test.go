@@ -34,13 +34,22 @@ func (f *fakeRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Ou
 	f.runs.Add(1)
 	out := make([]runners.Outcome, len(tasks))
 	if f.gate != nil {
+		deadline := tasks[0].Ctx.Done()
 		if tasks[0].Request == sreq("blocker") { // holds the device whatever its deadline says
-			<-f.gate
-		} else {
-			select {
-			case <-f.gate:
-			case <-tasks[0].Ctx.Done():
+			deadline = nil
+		}
+		select {
+		case <-f.gate:
+		case <-deadline:
+		case <-ctx.Done():
+			// The server stopped (Stop cancels the workers' context once its grace is over):
+			// like a real runner, give up, or Stop waits for this batch forever; a test that
+			// fails while the gate is shut then hangs until the run's timeout, and its failure
+			// message is never printed.
+			for i := range out {
+				out[i] = runners.Outcome{Err: ctx.Err()}
 			}
+			return out
 		}
 	}
 	for i, t := range tasks {
@@ -106,9 +115,11 @@ func (h *harness) start(t *testing.T) {
 	})
 }
 
+// waitFor polls cond until it holds. Its bound only ends a test that already failed, so it is
+// generous: a loaded 2-core CI box under -race can stall a test's goroutines for seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -392,13 +403,65 @@ func TestStopGraceExpiredFailsQueuedJobs(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		h.gate <- struct{}{} // lets the running batch end so the worker can stop
-	}()
+	// The gate stays shut: the running batch outlives the grace (the device gives up when Stop
+	// cancels the workers' context).
 	require.Error(t, h.s.Stop(ctx))
 	got := []error{<-errs, <-errs}
 	require.True(t, errors.Is(got[0], ErrStopping) || errors.Is(got[1], ErrStopping), "queued job answered with ErrStopping: %v", got)
+}
+
+// TestStopEndsABatchTheDeviceHoldsPastTheGrace: when the shutdown grace ends while the device
+// still holds a batch (its jobs have no deadline), Stop answers the jobs ErrStopping and
+// returns once the runner gives up on the cancelled worker context. The fake device used to
+// ignore that context, so Stop waited for it forever: on a loaded machine
+// TestStopGraceExpiredFailsQueuedJobs could let the worker take its queued job behind a gate
+// that never opened again, and any test failing while the gate was shut hung the whole run
+// until its timeout instead of printing its failure.
+func TestStopEndsABatchTheDeviceHoldsPastTheGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		held   string // the request the device holds when the grace ends
+		before bool   // a batch ran first, and the worker took the held job from the queue
+	}{
+		{"a queued job taken just before the grace ended", "queued", true},
+		{"a batch held whatever its deadline", "blocker", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{}, true, "")
+			h.s.Start(context.Background())
+			waitFor(t, "ready", h.s.Ready)
+			first := make(chan error, 1)
+			if tc.before {
+				go func() { _, err := h.s.Submit(context.Background(), sreq("running"), nil); first <- err }()
+				waitFor(t, "running", func() bool { return h.runs.Load() == 1 })
+			}
+			held := make(chan error, 1)
+			go func() { _, err := h.s.Submit(context.Background(), sreq(tc.held), nil); held <- err }()
+			if tc.before {
+				waitFor(t, "queued", func() bool { return h.s.QueueLen() == 1 })
+				h.gate <- struct{}{} // the running batch ends; the worker takes the queued job
+				require.NoError(t, <-first)
+			}
+			batches := int64(1)
+			if tc.before {
+				batches = 2
+			}
+			waitFor(t, "held on the device", func() bool { return h.runs.Load() == batches })
+
+			grace, cancel := context.WithCancel(context.Background())
+			cancel() // the grace is over
+			stopped := make(chan error, 1)
+			go func() { stopped <- h.s.Stop(grace) }()
+			select {
+			case err := <-stopped:
+				require.ErrorIs(t, err, context.Canceled)
+			case <-time.After(20 * time.Second): // a bound on failure only: Stop returns at once
+				h.gate <- struct{}{} // let the worker end, so that this test fails instead of hanging
+				t.Fatal("Stop did not return: it waits for a batch the device holds after the server stopped")
+			}
+			require.ErrorIs(t, <-held, ErrStopping)
+		})
+	}
 }
 
 // lostRunner reports its device lost on the first batch.
