@@ -197,12 +197,15 @@ func (w *worker) requestRestart() {
 // MaxRestarts failures in a row without a successful warm-up between them (failed warm-ups, a
 // crash followed by failed warm-ups) mark the worker failed, and the loop returns; a
 // configuration error (runners.ErrConfig) marks it failed at once. revived: the worker was
-// failed and a reset starts it again (device reset first, as for any restart).
+// failed and a reset starts it again (device reset first, as for any restart). It ends when
+// ctx ends or the queue closes.
 func (w *worker) loop(ctx context.Context, revived bool) {
 	log := w.s.log.With("worker", w.group.ID)
 	failures := 0
 	first := !revived
-	for ctx.Err() == nil {
+	// A closed queue (Stop, just before it cancels ctx) brings no more work: the worker stops
+	// rather than reset its devices and build a runner on the way out.
+	for ctx.Err() == nil && !w.s.q.isClosed() {
 		if !first {
 			w.mu.Lock()
 			w.restartCount++

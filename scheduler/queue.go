@@ -331,6 +331,13 @@ func (q *queue) close() []*job {
 	return left
 }
 
+// isClosed reports whether the queue has closed (Stop): no job will ever be queued again.
+func (q *queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
 func (q *queue) wake() {
 	close(q.notify)
 	q.notify = make(chan struct{})

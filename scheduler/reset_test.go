@@ -198,3 +198,56 @@ func TestConfigErrorWorkerRetriedByReset(t *testing.T) {
 	require.Equal(t, ResetRevived, s.RestartAll()[0].Action)
 	waitFor(t, "ready", s.Ready)
 }
+
+// TestClosedQueueEndsIdleWorkers: once Stop has closed the queue no job can come, so an idle
+// worker whose wait for work ends on it stops; it is not restarted (no device reset, no new
+// runner, no restart counted) in the moment before Stop cancels the workers. It used to be,
+// and a device reset then ran at every shutdown of an idle server (TestWorkerPID's reset hook
+// was called twice and panicked).
+func TestClosedQueueEndsIdleWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		canary time.Duration // CANARY_INTERVAL_SECONDS: an idle worker probes its runner
+	}{
+		{"idle", 0},
+		{"idle and probing", time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var resets atomic.Int64
+			var probes atomic.Int64
+			h := newHarness(t, Config{Groups: []config.DeviceGroup{{ID: "0"}, {ID: "1"}}, CanaryInterval: tc.canary,
+				Reset: func(context.Context, []config.DeviceGroup) error { resets.Add(1); return nil }}, false, "")
+			if tc.canary > 0 {
+				factory := h.s.factory
+				h.s.factory = func(g config.DeviceGroup) (runners.Runner, error) {
+					r, err := factory(g)
+					return &probingRunner{Runner: r, probes: &probes}, err
+				}
+			}
+			h.start(t)
+			waitFor(t, "both ready", func() bool {
+				w := h.s.Workers()
+				return w["0"].State == stateReady && w["1"].State == stateReady
+			})
+			require.Empty(t, h.s.q.close(), "nothing was queued") // Stop's step before it cancels the workers
+			waitFor(t, "both stopped", func() bool {
+				w := h.s.Workers()
+				return w["0"].State == stateStopped && w["1"].State == stateStopped
+			})
+			require.Zero(t, resets.Load(), "no device reset on the way out")
+			require.Equal(t, int64(2), h.made.Load(), "no new runner")
+			for id, st := range h.s.Workers() {
+				require.Zero(t, st.RestartCount, "worker %s", id)
+			}
+			require.Zero(t, probes.Load(), "no probe of a runner with no work to come")
+		})
+	}
+}
+
+// probingRunner adds a liveness probe that always passes (runners.Prober).
+type probingRunner struct {
+	runners.Runner
+	probes *atomic.Int64
+}
+
+func (p *probingRunner) Probe(context.Context) error { p.probes.Add(1); return nil }

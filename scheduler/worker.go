@@ -177,8 +177,8 @@ func (w *worker) closeRunner(r runners.Runner) error {
 	return r.Close()
 }
 
-// serve runs batches until ctx ends (nil), a restart is asked for (nil), or the runner
-// crashes (the error).
+// serve runs batches until ctx ends (nil), a restart is asked for (nil), the queue closes
+// (nil), or the runner crashes (the error).
 func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 	// waitCtx ends the wait for work when a restart is asked for; a running batch is not
 	// interrupted by it.
@@ -226,8 +226,8 @@ func (w *worker) serve(ctx context.Context, r runners.Runner) error {
 			return err
 		}
 		if batch == nil {
-			if waitCtx.Err() != nil || prober == nil || every <= 0 {
-				return nil
+			if waitCtx.Err() != nil || prober == nil || every <= 0 || w.s.q.isClosed() {
+				return nil // a closed queue (Stop) brings no more work: nothing to probe for
 			}
 			pctx, cancel := context.WithTimeout(ctx, every)
 			err := prober.Probe(pctx)
