@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,21 @@ func TestAdd(t *testing.T) {
 	remove()
 	_, ok = Lookup("tt-made-up")
 	require.False(t, ok)
+}
+
+// docs/ARCHITECTURE.md's road table names every catalogued runner (a wan name by its prefix).
+func TestRoadTableNamesEveryRunner(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ARCHITECTURE.md"))
+	require.NoError(t, err)
+	text := string(doc)
+	start := strings.Index(text, "## Which runner runs on which road")
+	require.GreaterOrEqual(t, start, 0)
+	text = text[start:]
+	for _, m := range Models() {
+		name := m.Name
+		if strings.HasPrefix(name, "tt-wan2.2") {
+			name = "tt-wan2.2*"
+		}
+		require.Contains(t, text, name, "the road table does not name %s", m.Name)
+	}
 }
