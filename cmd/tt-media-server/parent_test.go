@@ -68,8 +68,8 @@ func TestParentOptions(t *testing.T) {
 		{"resnet", base("tt-xla-resnet"), ttnn.Options{L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2, ProgramCache: true}},
 		{"sdxl and whisper pools: the largest of each", base("tt-sdxl-trace", "tt-whisper"),
 			ttnn.Options{L1SmallSize: 32768, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true}},
-		{"an unknown runner: the most a known model needs", base("some-new-runner"),
-			ttnn.Options{L1SmallSize: 32768, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true}},
+		{"an unknown runner: the most a known model needs (SpeechT5's l1_small_size 150000)", base("some-new-runner"),
+			ttnn.Options{L1SmallSize: 150_000, TraceRegionSize: 100_000_000, CommandQueues: 2, ProgramCache: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
