@@ -114,8 +114,9 @@ const (
 	RunnerQwenImage      = "tt-qwen-image"
 	RunnerQwenImage2512  = "tt-qwen-image-2512"
 	RunnerZImageTurbo    = "tt-z-image-turbo"
-	fluxMinSteps         = 4   // HEAD's _FLUX_MIN_INFERENCE_STEPS
-	fluxDevGuidance      = 3.5 // FluxPipeline's default embedded guidance (dev; schnell takes none)
+	fluxMinSteps         = 4      // HEAD's _FLUX_MIN_INFERENCE_STEPS
+	fluxTransformerStep  = 470e-3 // s per Flux transformer step (the flux1-*-transformer manifest; scaled from SD3.5's, not measured)
+	fluxDevGuidance      = 3.5    // FluxPipeline's default embedded guidance (dev; schnell takes none)
 	ditSize              = 1024
 	qwenTraceRegion      = 47_000_000 // TTQwenImageRunner.get_pipeline_device_params
 	motifTraceRegion     = 31_000_000 // TTMotifImage6BPreviewRunner's
@@ -166,12 +167,24 @@ func ditImage(name, canonical, weights, class string, p ImagePolicy, trace uint6
 		Sim:    imageSim, PythonClass: dit + class}
 }
 
+// fluxImage is a Flux.1 variant: HEAD's TTFlux1Runner on the Python road, and on the Go road
+// runners/diffusion's FluxRunner over the four declared programs of prefix (runners/programs),
+// whose transformer step the simulator times at fluxTransformerStep.
+func fluxImage(name, canonical, weights, prefix string, p ImagePolicy) Model {
+	m := ditImage(name, canonical, weights, "TTFlux1Runner", p, DefaultTraceRegionSize)
+	m.Programs = []Program{{Name: prefix + "-text-encoder"}, {Name: prefix + "-text-encoder-2"},
+		{Name: prefix + "-transformer"}, {Name: prefix + "-vae"}}
+	m.Sim.PipelineUnitSeconds = fluxTransformerStep
+	m.GoPipeline = true
+	return m
+}
+
 var newImageModels = []Model{
-	ditImage(RunnerFlux1Dev, "FLUX.1-dev", "black-forest-labs/FLUX.1-dev", "TTFlux1Runner",
-		ImagePolicy{MinSteps: fluxMinSteps, Guidance: fluxDevGuidance, Unused: noCFG}, DefaultTraceRegionSize),
-	ditImage(RunnerFlux1Schnell, "FLUX.1-schnell", "black-forest-labs/FLUX.1-schnell", "TTFlux1Runner",
+	fluxImage(RunnerFlux1Dev, "FLUX.1-dev", "black-forest-labs/FLUX.1-dev", "flux1-dev",
+		ImagePolicy{MinSteps: fluxMinSteps, Guidance: fluxDevGuidance, Unused: noCFG}),
+	fluxImage(RunnerFlux1Schnell, "FLUX.1-schnell", "black-forest-labs/FLUX.1-schnell", "flux1-schnell",
 		ImagePolicy{MinSteps: fluxMinSteps, Unused: append([]Field{{Name: "guidance_scale",
-			Why: "schnell is guidance-distilled and takes no guidance", Default: "none"}}, noCFG...)}, DefaultTraceRegionSize),
+			Why: "schnell is guidance-distilled and takes no guidance", Default: "none"}}, noCFG...)}),
 	ditImage(RunnerMotifImage6B, "Motif-Image-6B-Preview", "Motif-Technologies/Motif-Image-6B-Preview", "TTMotifImage6BPreviewRunner",
 		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, motifTraceRegion),
 	ditImage(RunnerQwenImage, "Qwen-Image", "Qwen/Qwen-Image", "TTQwenImageRunner",

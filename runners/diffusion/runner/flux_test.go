@@ -105,8 +105,7 @@ func TestFluxRunnerNeedsT5(t *testing.T) {
 
 // TestFluxFactory: per worker, the FluxRunner when MODEL_WEIGHTS_PATH has both tokenizers and
 // the simulator is the worker's; the fallback otherwise; on metal the FluxRunner or a start-up
-// error, never the fallback. tt-sd3.5's catalogue entry (device options, step latency) stands
-// in for the tt-flux.1-* entries until they are catalogued (issue 27 item 3).
+// error, never the fallback.
 func TestFluxFactory(t *testing.T) {
 	weights := fluxWeights(t)
 	noT5 := writeTinyWeights(t)
@@ -116,7 +115,7 @@ func TestFluxFactory(t *testing.T) {
 		fellBack++
 		return &simdev.FailedRunner{Err: errors.New("the fallback")}, nil
 	}
-	f := FluxFactory(catalogue.RunnerSD35, pipeline.FluxSchnell, fallback)
+	f := FluxFactory(catalogue.RunnerFlux1Schnell, pipeline.FluxSchnell, fallback)
 	for _, tc := range []struct {
 		name     string
 		settings config.Settings
@@ -143,4 +142,27 @@ func TestFluxFactory(t *testing.T) {
 	require.ErrorContains(t, err, "MODEL_WEIGHTS_PATH is not set")
 	_, err = FluxFactory("tt-no-such-runner", pipeline.FluxDev, fallback)(runners.WorkerSpec{Settings: &config.Settings{Mock: true}})
 	require.ErrorContains(t, err, "not in the catalogue")
+}
+
+// TestFluxNamesGetTheFluxRunner: Register wires both tt-flux.1-* names to FluxFactory, so a
+// worker whose MODEL_WEIGHTS_PATH has both tokenizers runs the real FluxRunner of its variant,
+// and one without them the simulated twin.
+func TestFluxNamesGetTheFluxRunner(t *testing.T) {
+	weights := fluxWeights(t)
+	reg := runners.NewRegistry()
+	Register(reg)
+	one := []config.DeviceGroup{{ID: "0", Devices: []int{0}}}
+	for _, name := range []string{catalogue.RunnerFlux1Dev, catalogue.RunnerFlux1Schnell} {
+		for _, tc := range []struct {
+			weights string
+			real    bool
+		}{{weights, true}, {"", false}} {
+			s := config.Settings{Mock: true, ModelWeightsPath: tc.weights, DeviceGroups: one}
+			r, err := reg.New(name, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: &s})
+			require.NoError(t, err, name)
+			_, isReal := r.(*FluxRunner)
+			require.Equal(t, tc.real, isReal, "%s with MODEL_WEIGHTS_PATH=%q", name, tc.weights)
+			require.NoError(t, r.Close())
+		}
+	}
 }

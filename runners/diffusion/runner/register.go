@@ -12,6 +12,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -22,11 +23,21 @@ import (
 // worker process, or one device group, or a shared parent mesh); otherwise the simulated
 // model (simimage), which is also what MODEL_RUNNER=mock runs for MODEL_SERVICE=image.
 func Register(reg *runners.Registry) {
-	// The catalogue's other image models (HEAD's tt-dit and Z-Image runners) are served by
-	// the simulated twin in mock-device mode (DEVICE_BACKEND=python hosts HEAD's class).
+	// Flux.1 dev and schnell get FluxFactory (the real FluxPipeline when MODEL_WEIGHTS_PATH has
+	// both tokenizers, else the simulated twin); the catalogue's other image models (HEAD's
+	// tt-dit and Z-Image runners) are served by the simulated twin in mock-device mode
+	// (DEVICE_BACKEND=python hosts HEAD's class).
 	for _, m := range catalogue.Models() {
-		if m.Service == catalogue.ServiceImage {
-			simulated := simimage.Factory(m.Name)
+		if m.Service != catalogue.ServiceImage {
+			continue
+		}
+		simulated := simimage.Factory(m.Name)
+		switch m.Name {
+		case catalogue.RunnerFlux1Dev:
+			reg.Register(m.Name, FluxFactory(m.Name, pipeline.FluxDev, simulated), simulated)
+		case catalogue.RunnerFlux1Schnell:
+			reg.Register(m.Name, FluxFactory(m.Name, pipeline.FluxSchnell, simulated), simulated)
+		default:
 			reg.Register(m.Name, simulated, simulated)
 		}
 	}
