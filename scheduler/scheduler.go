@@ -90,7 +90,7 @@ func (s *Scheduler) Reserve(ctx context.Context, n int) (*Reservation, error) {
 		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
 	}
 	if !s.anyReady() {
-		return nil, s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
+		return nil, s.notReady()
 	}
 	if n > s.cfg.QueueSize {
 		return nil, fmt.Errorf("%w: it needs %d at once, MAX_QUEUE_SIZE is %d", ErrTooManyJobs, n, s.cfg.QueueSize)
@@ -250,7 +250,7 @@ func (s *Scheduler) Submit(ctx context.Context, req runners.Request, emit func(r
 		return nil, s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
 	}
 	if !s.anyReady() {
-		return nil, s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
+		return nil, s.notReady()
 	}
 	defer s.realTraffic.begin()()
 	jctx, cancel := ctx, context.CancelFunc(func() {})
@@ -319,6 +319,16 @@ func (s *Scheduler) Submit(ctx context.Context, req runners.Request, emit func(r
 		}
 		return o.Value, o.Err
 	}
+}
+
+// notReady refuses work while no worker is ready: ErrStopping when a Stop that began since the
+// caller's check of stopping is what made them so (it stops the workers after setting
+// stopping), else ErrNotReady.
+func (s *Scheduler) notReady() error {
+	if s.stopping.Load() {
+		return s.reject(ErrStopping, &s.stats.rejectedStopping, 5*time.Second)
+	}
+	return s.reject(ErrNotReady, &s.stats.rejectedNotReady, 5*time.Second)
 }
 
 func (s *Scheduler) reject(err error, counter *atomic.Int64, retry time.Duration) error {
