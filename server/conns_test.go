@@ -121,7 +121,7 @@ func TestHealthAnswersAtConnectionCap(t *testing.T) {
 // stall time, and its connection closed; the 5 over the cap get 503 from the health reserve
 // (or, once stalled ones were closed, a regular slot and their own 408).
 func TestStalledUploadsGet408(t *testing.T) {
-	const stall = 2 * time.Second // the window in which the 40 must be read (a loaded box)
+	const stall = 3 * time.Second // the window in which the 40 must be read (a loaded box)
 	s, addr := capServer(t, 40, stall)
 	start := time.Now()
 	conns := make([]net.Conn, 0, 45)
@@ -157,7 +157,7 @@ func TestStalledUploadsGet408(t *testing.T) {
 // time, is served however long it takes in all; and the stall deadline does not outlive the
 // body (the request then waits for its answer longer than the stall time unharmed).
 func TestBodyStallKeepsProgressingUploads(t *testing.T) {
-	const stall = 600 * time.Millisecond
+	const stall = 1200 * time.Millisecond
 	s, addr := capServer(t, 40, stall)
 	release := make(chan struct{})
 	s.pools[0].Sched.(*fakeSched).submit = func(ctx context.Context, _ runners.Request, _ func(runners.Chunk) error) (runners.Result, error) {
@@ -175,10 +175,10 @@ func TestBodyStallKeepsProgressingUploads(t *testing.T) {
 	_, err = io.WriteString(c, "POST /cnn/search-image HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n"+
 		"Content-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n")
 	require.NoError(t, err)
-	// Six pieces a quarter of the stall time apart: the whole body takes longer than one stall
-	// time, each gap well inside it.
-	piece := (len(body) + 5) / 6
-	tick := time.NewTicker(stall / 4)
+	// Eight pieces a sixth of the stall time apart: the whole body takes longer than one stall
+	// time, each gap well inside it (a second of margin for a loaded CI box).
+	piece := (len(body) + 7) / 8
+	tick := time.NewTicker(stall / 6)
 	defer tick.Stop()
 	for off := 0; off < len(body); off += piece {
 		<-tick.C

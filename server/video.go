@@ -137,12 +137,9 @@ func (s *Server) submitVideo(c *gin.Context, d dialect, req *runners.VideoReques
 		s.fail(c, d, jobErr(err))
 		return jobs.Job{}, false
 	}
-	j, err := s.video.store.Get(c.Request.Context(), job.ID)
-	if err != nil {
-		s.fail(c, d, jobErr(err))
-		return jobs.Job{}, false
-	}
-	return j, true
+	// The answer is the job as it was accepted (queued), as HEAD answers: reading it back from
+	// the store could already find it in_progress, since the device may take it at once.
+	return *job, true
 }
 
 // jobErr maps the job store's errors to answers.
