@@ -221,6 +221,27 @@ func (s *server) waitReady(t *testing.T, timeout time.Duration) {
 	}
 }
 
+// waitWorking polls /tt-liveness until a worker reports denoising progress (a step done), i.e.
+// a request is on the device: an event to act on instead of a guess of how long it takes to get there.
+func (s *server) waitWorking(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, live := s.liveness(t)
+		if workers, ok := live["worker_info"].(map[string]any); ok {
+			for _, w := range workers {
+				if p, ok := w.(map[string]any)["progress"].(map[string]any); ok {
+					if done, _ := p["done"].(float64); done >= 1 {
+						return
+					}
+				}
+			}
+		}
+		require.Falsef(t, time.Now().After(deadline), "no worker reported progress within 30 s: %v", live)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // sigterm sends SIGTERM once.
 func (s *server) sigterm(t *testing.T) {
 	t.Helper()

@@ -111,8 +111,8 @@ func TestGracefulStop(t *testing.T) {
 			"Content-Type", "application/json", "Authorization", bearer)
 		inflight <- result{r, err}
 	}()
-	// The job takes 2 s; signal well inside it.
-	time.Sleep(500 * time.Millisecond)
+	// The job takes 2 s; signal once it is on the device.
+	s.waitWorking(t)
 	select {
 	case res := <-inflight:
 		t.Fatalf("the request finished before SIGTERM (%v %s); the test cannot check a graceful stop", res.err, res.r)

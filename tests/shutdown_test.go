@@ -32,7 +32,7 @@ func TestShutdownGraceEndAnswers503(t *testing.T) {
 		}
 		inflight <- r
 	}()
-	time.Sleep(1500 * time.Millisecond) // well inside the ~8 s job
+	s.waitWorking(t) // the ~8 s job is on the device
 	s.sigterm(t)
 	r := <-inflight
 	require.Equalf(t, http.StatusServiceUnavailable, r.Status, "%s", r)
