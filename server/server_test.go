@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/internal/wavtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
@@ -439,32 +440,14 @@ func readLines(t *testing.T, b []byte) []string {
 // testWAV is n samples of a 440 Hz-ish square wave at rate, 16-bit mono, base64-encoded by
 // the JSON encoder of the caller (returned as bytes).
 func testWAV(rate, n int) []byte {
-	var b bytes.Buffer
-	le := func(v uint32, size int) {
-		for i := 0; i < size; i++ {
-			b.WriteByte(byte(v >> (8 * i)))
-		}
-	}
-	b.WriteString("RIFF")
-	le(uint32(36+2*n), 4)
-	b.WriteString("WAVEfmt ")
-	le(16, 4)
-	le(1, 2)
-	le(1, 2)
-	le(uint32(rate), 4)
-	le(uint32(rate*2), 4)
-	le(2, 2)
-	le(16, 2)
-	b.WriteString("data")
-	le(uint32(2*n), 4)
-	for i := 0; i < n; i++ {
-		v := int16(8000)
+	samples := make([]int16, n)
+	for i := range samples {
+		samples[i] = 8000
 		if (i/18)%2 == 0 {
-			v = -8000
+			samples[i] = -8000
 		}
-		le(uint32(uint16(v)), 2)
 	}
-	return b.Bytes()
+	return wavtest.PCM16(rate, samples)
 }
 
 func imageOK(context.Context, runners.Request, func(runners.Chunk) error) (runners.Result, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -28,6 +27,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/internal/wavtest"
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
@@ -197,26 +197,11 @@ func specPNG(t *testing.T) []byte {
 // specWAV is a second of a 440 Hz tone, 16 kHz mono PCM16.
 func specWAV() []byte {
 	const rate, n = 16000, 16000
-	var b bytes.Buffer
-	le := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
-	b.WriteString("RIFF")
-	le(uint32(36 + 2*n))
-	b.WriteString("WAVEfmt ")
-	le(uint32(16))
-	le(uint16(1))
-	le(uint16(1))
-	le(uint32(rate))
-	le(uint32(rate * 2))
-	le(uint16(2))
-	le(uint16(16))
-	b.WriteString("data")
-	le(uint32(2 * n))
 	samples := make([]int16, n)
 	for i := range samples {
 		samples[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i)/rate))
 	}
-	le(samples)
-	return b.Bytes()
+	return wavtest.PCM16(rate, samples)
 }
 
 // specSubmit answers like the runners do: an image, a transcription (streamed in two

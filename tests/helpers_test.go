@@ -3,7 +3,6 @@ package tests
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenstorrent/tt-media-server-go/internal/wavtest"
 	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 
 	"github.com/stretchr/testify/require"
@@ -408,32 +408,12 @@ func multipartBody(t *testing.T, parts ...formPart) (contentType string, body []
 
 // wavPCM16 encodes mono 16-bit PCM samples as a canonical 44-byte-header WAV file.
 func wavPCM16(rate int, samples []int16) []byte {
-	var b bytes.Buffer
-	dataLen := uint32(2 * len(samples))
-	b.WriteString("RIFF")
-	_ = binary.Write(&b, binary.LittleEndian, 36+dataLen)
-	b.WriteString("WAVEfmt ")
-	_ = binary.Write(&b, binary.LittleEndian, uint32(16))     // fmt chunk size
-	_ = binary.Write(&b, binary.LittleEndian, uint16(1))      // PCM
-	_ = binary.Write(&b, binary.LittleEndian, uint16(1))      // mono
-	_ = binary.Write(&b, binary.LittleEndian, uint32(rate))   // sample rate
-	_ = binary.Write(&b, binary.LittleEndian, uint32(rate*2)) // byte rate
-	_ = binary.Write(&b, binary.LittleEndian, uint16(2))      // block align
-	_ = binary.Write(&b, binary.LittleEndian, uint16(16))     // bits per sample
-	b.WriteString("data")
-	_ = binary.Write(&b, binary.LittleEndian, dataLen)
-	_ = binary.Write(&b, binary.LittleEndian, samples)
-	return b.Bytes()
+	return wavtest.PCM16(rate, samples)
 }
 
 // tone is seconds of a sine at freq Hz with peak amplitude amp (0..1).
 func tone(rate int, seconds, freq, amp float64) []int16 {
-	n := int(math.Round(seconds * float64(rate)))
-	out := make([]int16, n)
-	for i := range out {
-		out[i] = int16(math.Round(amp * 32767 * math.Sin(2*math.Pi*freq*float64(i)/float64(rate))))
-	}
-	return out
+	return wavtest.Tone(rate, seconds, freq, amp)
 }
 
 // silence is seconds of digital silence.

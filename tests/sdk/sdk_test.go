@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"image/jpeg"
 	"math"
 	"net/http"
@@ -29,6 +28,8 @@ import (
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/stretchr/testify/require"
 	xwebp "golang.org/x/image/webp"
+
+	"github.com/tenstorrent/tt-media-server-go/internal/wavtest"
 )
 
 const apiKey = "sdk-test-key"
@@ -47,22 +48,7 @@ func speechWAV() []byte {
 			samples[i] = int16(9000 * math.Sin(2*math.Pi*220*t) * (0.6 + 0.4*math.Sin(2*math.Pi*3*t)))
 		}
 	}
-	var b bytes.Buffer
-	w := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
-	b.WriteString("RIFF")
-	w(uint32(36 + 2*len(samples)))
-	b.WriteString("WAVEfmt ")
-	w(uint32(16))
-	w(uint16(1))
-	w(uint16(1))
-	w(uint32(rate))
-	w(uint32(2 * rate))
-	w(uint16(2))
-	w(uint16(16))
-	b.WriteString("data")
-	w(uint32(2 * len(samples)))
-	w(samples)
-	return b.Bytes()
+	return wavtest.PCM16(rate, samples)
 }
 
 func TestGoSDK(t *testing.T) {

@@ -11,7 +11,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -29,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenstorrent/tt-media-server-go/internal/wavtest"
 	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 
 	"github.com/stretchr/testify/require"
@@ -227,22 +227,7 @@ func speechLikeWAV() []byte {
 	add(0.8, 0, 0)
 	add(1.5, 440, 0.5)
 	add(0.3, 0, 0)
-	var b bytes.Buffer
-	le := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
-	b.WriteString("RIFF")
-	le(uint32(36 + 2*len(samples)))
-	b.WriteString("WAVEfmt ")
-	le(uint32(16))
-	le(uint16(1)) // PCM
-	le(uint16(1)) // mono
-	le(uint32(rate))
-	le(uint32(rate * 2))
-	le(uint16(2))
-	le(uint16(16))
-	b.WriteString("data")
-	le(uint32(2 * len(samples)))
-	le(samples)
-	return b.Bytes()
+	return wavtest.PCM16(rate, samples)
 }
 
 // testPNG is a 96x64 picture with some structure (a gradient and a disc).
