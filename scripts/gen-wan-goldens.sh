@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# Generates the golden data of the Wan2.2 T2V host maths (issue 29 item 5) into
+# $TT_GOLDEN_DIR/wan (default ~/.cache/tt-media-server-go/goldens/wan; never into the
+# repository), where runners/wan's tests find it (internal/shareddata).
+#
+#   scripts/gen-wan-goldens.sh DIFFUSERS_SRC [OUT_DIR]
+#
+# DIFFUSERS_SRC  a huggingface/diffusers checkout (../shared/diffusers-58eb52c), or its bare git
+#                directory (the files are then read at $DIFFUSERS_COMMIT). Nothing is downloaded.
+# OUT_DIR        default: $TT_GOLDEN_DIR/wan, ~/.cache/tt-media-server-go/goldens/wan.
+#
+# The upstream UniPCMultistepScheduler runs unchanged from a scratch directory inside a minimal
+# package shim (as scripts/gen-flux-goldens.sh does): schedulers/scheduling_unipc_multistep.py,
+# scheduling_utils.py, configuration_utils.py, utils/outputs.py. From pipelines/wan/
+# pipeline_wan.py, WanPipeline.prepare_latents is taken out with Python's ast module and executed
+# as written (randn_tensor likewise from torch_utils.py); the __call__ lines that round
+# num_frames, pick the expert and guidance scale by timestep and combine the two predictions
+# (classifier-free guidance) are checked to be in the file verbatim and then executed. No stub
+# is on the computation path.
+#
+# Needs Debian's python3-torch, python3-numpy, python3-packaging and python3-typing-extensions
+# (installed with apt-get if missing).
+set -euo pipefail
+
+SRC=${1:?usage: gen-wan-goldens.sh DIFFUSERS_SRC [OUT_DIR]}
+OUT=${2:-${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/wan}
+DIFFUSERS_COMMIT=${DIFFUSERS_COMMIT:-58eb52c0803ea9af3abec60841c2a093bdf1f951}
+PY=/usr/bin/python3
+PKGS="python3-torch python3-numpy python3-packaging python3-typing-extensions"
+
+if ! $PY -c 'import torch, numpy, packaging, typing_extensions' 2>/dev/null; then
+	echo "installing $PKGS ..." >&2
+	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	lock=(-o DPkg::Lock::Timeout=600)
+	# shellcheck disable=SC2086
+	$SUDO apt-get "${lock[@]}" install -y -qq --no-install-recommends $PKGS >/dev/null 2>&1 ||
+		{ $SUDO apt-get "${lock[@]}" update -qq && $SUDO apt-get "${lock[@]}" install -y -qq --no-install-recommends $PKGS >/dev/null; }
+fi
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gen-wan-goldens.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# getsrc PATH DEST: a diffusers file from the checkout, or at $DIFFUSERS_COMMIT from a bare dir.
+getsrc() {
+	mkdir -p "$(dirname "$2")"
+	if [ -f "$SRC/$1" ]; then
+		cp "$SRC/$1" "$2"
+	else
+		git --git-dir="$SRC" show "$DIFFUSERS_COMMIT:$1" >"$2"
+	fi
+}
+D=$TMP/pkg/diffusers
+for f in configuration_utils.py schedulers/scheduling_unipc_multistep.py \
+	schedulers/scheduling_utils.py utils/outputs.py; do
+	getsrc "src/diffusers/$f" "$D/$f"
+done
+getsrc src/diffusers/pipelines/wan/pipeline_wan.py "$TMP/up/pipeline_wan.py"
+getsrc src/diffusers/utils/torch_utils.py "$TMP/up/torch_utils.py"
+COMMIT=$( (git --git-dir="$SRC" rev-parse "$DIFFUSERS_COMMIT^{commit}" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null || echo "$DIFFUSERS_COMMIT (checkout without git metadata)") | head -1)
+
+# The shim: only the names the real files import; whatever is not on the computation path
+# raises if reached.
+mkdir -p "$TMP/pkg/huggingface_hub"
+cat >"$D/__init__.py" <<'EOF'
+__version__ = "0.40.0.dev0"
+EOF
+: >"$D/schedulers/__init__.py"
+cat >"$D/utils/__init__.py" <<'EOF'
+import logging as _logging
+class logging:  # diffusers.utils.logging's get_logger
+    get_logger = staticmethod(_logging.getLogger)
+def _unreachable(*a, **k):
+    raise RuntimeError("stub reached: not part of the golden computation")
+CONFIG_NAME = "config.json"
+HUGGINGFACE_CO_RESOLVE_ENDPOINT = "https://huggingface.co"
+class DummyObject(type):
+    pass
+deprecate = extract_commit_hash = http_user_agent = _unreachable
+def is_scipy_available():
+    return False
+class PushToHubMixin:
+    pass
+from .outputs import BaseOutput
+EOF
+cat >"$D/utils/import_utils.py" <<'EOF'
+def is_torch_available():
+    return True
+def is_torch_version(op, v):
+    import operator, torch
+    from packaging import version
+    ops = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+    return ops[op](version.parse(version.parse(torch.__version__).base_version), version.parse(v))
+EOF
+cat >"$D/utils/torch_utils.py" <<'EOF'
+import ast, logging, torch
+logger = logging.getLogger(__name__)
+def _take(path, name):
+    src = open(path).read()
+    for node in ast.parse(src).body:
+        if getattr(node, "name", None) == name:
+            return ast.get_source_segment(src, node)
+    raise KeyError(name)
+exec(compile("from __future__ import annotations\n" + _take(__file__.replace("pkg/diffusers/utils/torch_utils.py", "up/torch_utils.py"), "randn_tensor"), "torch_utils.py", "exec"))
+EOF
+cat >"$TMP/pkg/huggingface_hub/__init__.py" <<'EOF'
+def _unreachable(*a, **k):
+    raise RuntimeError("stub reached")
+DDUFEntry = object
+create_repo = hf_hub_download = _unreachable
+EOF
+cat >"$TMP/pkg/huggingface_hub/utils.py" <<'EOF'
+class EntryNotFoundError(Exception): pass
+class HfHubHTTPError(Exception): pass
+class RepositoryNotFoundError(Exception): pass
+class RevisionNotFoundError(Exception): pass
+def validate_hf_hub_args(f):
+    return f
+EOF
+
+cd "$TMP"
+PYTHONPATH="$TMP/pkg" $PY - "$OUT" "$TMP" <<'EOF'
+import ast, hashlib, json, os, sys, textwrap, types
+import numpy as np
+import torch
+from diffusers.schedulers.scheduling_unipc_multistep import UniPCMultistepScheduler
+from diffusers.utils.torch_utils import randn_tensor
+
+out, tmp = sys.argv[1], sys.argv[2]
+up = tmp + "/up/pipeline_wan.py"
+src = open(up).read()
+body = ast.parse(src).body
+cls = next(n for n in body if getattr(n, "name", None) == "WanPipeline")
+
+def method(name):
+    for node in cls.body:
+        if getattr(node, "name", None) == name:
+            return textwrap.dedent(ast.get_source_segment(src, node))
+    raise KeyError(name)
+
+call = method("__call__")
+def verbatim(block):
+    """block (dedented) must appear in WanPipeline.__call__ as written, indentation aside."""
+    lines = [l.strip() for l in block.strip().splitlines()]
+    have = [l.strip() for l in call.splitlines()]
+    for i in range(len(have) - len(lines) + 1):
+        if have[i:i + len(lines)] == lines:
+            return textwrap.dedent(block)
+    raise AssertionError("WanPipeline.__call__ no longer contains:\n" + block)
+
+ns = {"torch": torch, "randn_tensor": randn_tensor}
+exec(compile("from __future__ import annotations\n" + method("prepare_latents"), up, "exec"), ns)
+pipe = types.SimpleNamespace(vae_scale_factor_temporal=4, vae_scale_factor_spatial=8)
+
+# The Wan2.2 scheduler: UniPCMultistepScheduler with flow_prediction and flow sigmas, as the
+# Wan-AI/Wan2.2-T2V-A14B-Diffusers scheduler_config.json and pipeline_wan.py's example set it;
+# flow_shift varies (3.0 in that file, 5.0 for Wan2.1 720P, 12.0 in Wan's own t2v-A14B config).
+BASE = {"num_train_timesteps": 1000, "solver_order": 2, "prediction_type": "flow_prediction",
+        "predict_x0": True, "solver_type": "bh2", "lower_order_final": True, "disable_corrector": [],
+        "use_flow_sigmas": True, "final_sigmas_type": "zero", "timestep_spacing": "linspace",
+        "beta_schedule": "linear", "beta_start": 0.0001, "beta_end": 0.02, "thresholding": False}
+
+def sched(shift, **kw):
+    return UniPCMultistepScheduler.from_config(dict(BASE, flow_shift=shift, **kw))
+
+def f32(a):
+    return [float(x) for x in np.asarray(a, dtype=np.float32).reshape(-1)]
+
+def bits(a):
+    """float32 values as their IEEE bit patterns (uint32): exact, and JSON has no inf/NaN."""
+    return [int(x) for x in np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(-1)).view(np.uint32)]
+
+def dump(name, data):
+    with open(os.path.join(out, name), "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+
+# 1. Schedules: timesteps and sigmas after set_timesteps, for shifts x step counts.
+runs = []
+for shift in (1.0, 3.0, 5.0, 8.0, 12.0):
+    for n in (1, 2, 3, 4, 7, 10, 20, 27, 30, 40, 50, 100):
+        s = sched(shift)
+        s.set_timesteps(n, device="cpu")
+        runs.append({"flow_shift": shift, "num_inference_steps": n, "timesteps": [int(t) for t in s.timesteps],
+                     "sigmas": f32(s.sigmas), "sigma_bits": bits(s.sigmas)})
+
+# 2. Steps: the full multistep UniPC (predictor, then corrector from the second step) on
+#    closed-form inputs, a different model output at every step; the sample after every step.
+idx = torch.arange(2 * 16 * 2 * 4 * 4, dtype=torch.float32).reshape(2, 16, 2, 4, 4)
+sample0 = torch.sin(idx * 0.37) * 1.3
+stepruns = []
+for shift, n, extra in ((3.0, 4, {}), (3.0, 10, {}), (12.0, 40, {}), (5.0, 3, {}), (3.0, 1, {}), (3.0, 2, {}),
+                        (3.0, 6, {"lower_order_final": False}), (3.0, 6, {"disable_corrector": [0, 2]}),
+                        (3.0, 5, {"solver_order": 3}), (1.0, 8, {})):
+    s = sched(shift, **extra)
+    s.set_timesteps(n, device="cpu")
+    x = sample0.clone()
+    after = []
+    for k, t in enumerate(s.timesteps):
+        mo = (torch.remainder(idx, 37.0) * 0.053 - 0.9 + float(k) * 0.17) + x * 0.25
+        x = s.step(mo, t, x, return_dict=False)[0]
+        after.append(bits(x))
+    stepruns.append({"flow_shift": shift, "num_inference_steps": n, "config": extra, "timesteps": [int(t) for t in s.timesteps],
+                     "after_each_step": after})
+dump("unipc.json", {"diffusers_commit": None, "scheduler_config": BASE, "runs": runs,
+     "steps": {"shape": list(idx.shape), "sample_bits": bits(sample0),
+               "model_output": "(remainder(idx, 37)*0.053 - 0.9 + k*0.17) + sample*0.25 in float32 torch ops, k the step index, idx = arange(numel)",
+               "runs": stepruns}})
+
+# 3. The pipeline: num_frames rounding, latent shapes, seeded latents, expert and guidance by
+#    timestep (boundary_ratio), classifier-free guidance.
+ROUND = verbatim("""
+        if num_frames % self.vae_scale_factor_temporal != 1:
+            logger.warning(
+                f"`num_frames - 1` has to be divisible by {self.vae_scale_factor_temporal}. Rounding to the nearest number."
+            )
+            num_frames = num_frames // self.vae_scale_factor_temporal * self.vae_scale_factor_temporal + 1
+        num_frames = max(num_frames, 1)
+""")
+SIZE = verbatim("""
+        h_multiple_of = self.vae_scale_factor_spatial * patch_size[1]
+        w_multiple_of = self.vae_scale_factor_spatial * patch_size[2]
+        calc_height = height // h_multiple_of * h_multiple_of
+        calc_width = width // w_multiple_of * w_multiple_of
+""")
+BOUNDARY = verbatim("""
+        if self.config.boundary_ratio is not None:
+            boundary_timestep = self.config.boundary_ratio * self.scheduler.config.num_train_timesteps
+        else:
+            boundary_timestep = None
+""")
+PICK = verbatim("""
+                if boundary_timestep is None or t >= boundary_timestep:
+                    # wan2.1 or high-noise stage in wan2.2
+                    current_model = self.transformer
+                    current_guidance_scale = guidance_scale
+                else:
+                    # low-noise stage in wan2.2
+                    current_model = self.transformer_2
+                    current_guidance_scale = guidance_scale_2
+""")
+GS2 = verbatim("""
+        if self.config.boundary_ratio is not None and guidance_scale_2 is None:
+            guidance_scale_2 = guidance_scale
+""")
+CFG = verbatim("""
+                    noise_pred = noise_uncond + current_guidance_scale * (noise_pred - noise_uncond)
+""")
+
+class Logger:
+    def warning(self, *a):
+        pass
+
+shapes = []
+for frames, h, w in ((81, 480, 832), (81, 720, 1280), (1, 480, 832), (17, 64, 48), (80, 480, 832), (82, 720, 1280),
+                     (5, 100, 70), (121, 704, 1280), (33, 496, 880)):
+    self = types.SimpleNamespace(vae_scale_factor_temporal=4, vae_scale_factor_spatial=8)
+    loc = {"self": self, "num_frames": frames, "logger": Logger(), "height": h, "width": w, "patch_size": (1, 2, 2)}
+    exec(ROUND, {"max": max}, loc)
+    exec(SIZE, {}, loc)
+    g = torch.Generator("cpu").manual_seed(frames * 7 + h)
+    lat = ns["prepare_latents"](pipe, 1, 16, loc["calc_height"], loc["calc_width"], loc["num_frames"], torch.float32,
+                                torch.device("cpu"), g, None)
+    shapes.append({"num_frames": frames, "height": h, "width": w, "rounded_frames": loc["num_frames"],
+                   "calc_height": loc["calc_height"], "calc_width": loc["calc_width"],
+                   "seed": frames * 7 + h, "latent_shape": list(lat.shape),
+                   "latents_sha256": hashlib.sha256(lat.contiguous().numpy().astype("<f4").tobytes()).hexdigest(),
+                   "latents_head_bits": bits(lat.reshape(-1)[:16])})
+
+picks = []
+for boundary in (0.875, 0.9, None):
+    for shift, n in ((3.0, 40), (12.0, 40), (3.0, 50), (5.0, 4), (3.0, 27), (12.0, 2)):
+        for gs, gs2 in ((4.0, 3.0), (5.0, None), (3.5, 3.5)):
+            if boundary is None and gs2 is not None:
+                continue  # check_inputs refuses guidance_scale_2 without boundary_ratio
+            s = sched(shift)
+            s.set_timesteps(n, device="cpu")
+            self = types.SimpleNamespace(config=types.SimpleNamespace(boundary_ratio=boundary), scheduler=s,
+                                         transformer="transformer", transformer_2="transformer_2")
+            loc = {"self": self, "guidance_scale": gs, "guidance_scale_2": gs2}
+            exec(GS2, {}, loc)
+            exec(BOUNDARY, {}, loc)
+            experts, scales = [], []
+            for t in s.timesteps:
+                loc["t"] = t
+                exec(PICK, {}, loc)
+                experts.append(1 if loc["current_model"] == "transformer" else 2)
+                scales.append(float(loc["current_guidance_scale"]))
+            picks.append({"boundary_ratio": boundary, "flow_shift": shift, "num_inference_steps": n,
+                          "guidance_scale": gs, "guidance_scale_2": gs2, "boundary_timestep": loc["boundary_timestep"],
+                          "timesteps": [int(t) for t in s.timesteps], "expert": experts, "scale": scales})
+
+cfg = []
+ci = torch.arange(512, dtype=torch.float32)
+cond = torch.sin(ci * 0.13) * 2.1
+uncond = torch.cos(ci * 0.07) * 1.7
+for g in (4.0, 3.0, 5.0, 3.5, 1.7, 7.25):
+    loc = {"noise_pred": cond.clone(), "noise_uncond": uncond, "current_guidance_scale": g}
+    exec(CFG, {}, loc)
+    cfg.append({"guidance_scale": g, "out_bits": bits(loc["noise_pred"])})
+dump("pipeline.json", {"latent_channels": 16, "vae_scale_factor_temporal": 4, "vae_scale_factor_spatial": 8,
+                       "patch_size": [1, 2, 2], "shapes": shapes, "picks": picks,
+                       "cfg": {"cond_bits": bits(cond), "uncond_bits": bits(uncond), "runs": cfg}})
+EOF
+
+TORCH=$(dpkg-query -W -f='${Version}' python3-torch 2>/dev/null || echo unknown)
+NUMPY=$(dpkg-query -W -f='${Version}' python3-numpy 2>/dev/null || echo unknown)
+sed -i "s|\"diffusers_commit\": null|\"diffusers_commit\": \"$COMMIT\"|" "$OUT/unipc.json"
+cat >"$OUT/README.md" <<EOF
+# Wan2.2 T2V host goldens
+
+Made by \`scripts/gen-wan-goldens.sh\` of tt-media-server-go from huggingface/diffusers
+$COMMIT (run from a scratch directory, not stored), Debian python3-torch $TORCH, python3-numpy $NUMPY.
+
+| file | what |
+| --- | --- |
+| \`unipc.json\` | UniPCMultistepScheduler (flow_prediction, flow sigmas, bh2, order 2) timesteps and sigmas for flow shifts x step counts; whole multistep runs (predictor + corrector) on closed-form inputs, the sample after every step (float32 bit patterns), including lower_order_final off, disable_corrector and order 3 |
+| \`pipeline.json\` | WanPipeline: num_frames rounding and latent shapes (81 frames at 832x480 and 1280x720 and others), seeded prepare_latents (sha256 of the float32 tensor), expert and guidance scale at every timestep for boundary ratios 0.875/0.9/none, and the classifier-free guidance combination on fixed inputs |
+
+Generated data from Apache-2.0 code.
+EOF
+echo "wrote $(ls "$OUT" | wc -l) files to $OUT" >&2
