@@ -1,7 +1,7 @@
 // Package metrics defines the server's Prometheus metrics: HTTP requests, queue wait versus
 // device time per model and worker (Triton's split), media units produced, admission
-// rejections, cancellations by stage, worker states and restarts, and Go runtime metrics, on
-// a registry of its own.
+// rejections, cancellations by stage, steps run after a cancel, worker states and restarts,
+// and Go runtime metrics, on a registry of its own.
 package metrics
 
 import (
@@ -39,6 +39,8 @@ type Metrics struct {
 	audioSeconds *prometheus.CounterVec
 	rtf          *prometheus.HistogramVec
 	steps        *prometheus.CounterVec
+	cancelSteps  *prometheus.HistogramVec
+	cancelFree   *prometheus.HistogramVec
 	clients      *prometheus.CounterVec
 	sources      *sourceSet
 	canary       *canaryMetrics
@@ -72,11 +74,16 @@ func New() *Metrics {
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "denoising_steps_total",
 			Help: "Denoising steps run (rate() gives steps per second)."}, []string{"model"}),
 	}
+	m.cancelSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "steps_after_cancel",
+		Help:    "Denoising steps a runner ran on a job after it was cancelled, before the device was free (at most 1: it stops at the next step).",
+		Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64}}, []string{"model", "worker"})
+	m.cancelFree = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "cancel_free_seconds",
+		Help: "Time from a running job's cancellation to its device being free.", Buckets: latencyBuckets}, []string{"model", "worker"})
 	m.clients = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "client_requests_total",
 		Help: "Authenticated requests by client (API key name; all JWT callers count as \"jwt\") and status class."}, []string{"client", "class"})
 	m.sources = &sourceSet{}
 	m.canary = newCanaryMetrics(reg)
-	reg.MustRegister(m.clients, m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps, m.sources)
+	reg.MustRegister(m.clients, m.requests, m.duration, m.queueWait, m.deviceTime, m.jobs, m.images, m.audioSeconds, m.rtf, m.steps, m.cancelSteps, m.cancelFree, m.sources)
 	return m
 }
 
@@ -125,6 +132,13 @@ func (m *Metrics) JobDone(model, worker string, wait, device time.Duration, outc
 	m.queueWait.WithLabelValues(model).Observe(wait.Seconds())
 	m.deviceTime.WithLabelValues(model, worker).Observe(device.Seconds())
 	m.jobs.WithLabelValues(model, worker, outcome).Inc()
+}
+
+// CancelFreed records a job cancelled while it ran (the scheduler's OnCancelFreed hook): the
+// steps its runner ran after the cancellation and the time until the device was free.
+func (m *Metrics) CancelFreed(model, worker string, stepsAfter int, after time.Duration) {
+	m.cancelSteps.WithLabelValues(model, worker).Observe(float64(stepsAfter))
+	m.cancelFree.WithLabelValues(model, worker).Observe(after.Seconds())
 }
 
 // Images counts generated images and their denoising steps.

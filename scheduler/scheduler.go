@@ -156,7 +156,11 @@ type Config struct {
 	// OnJobDone, when set, hears about every job that reached a runner: its queue wait, the
 	// run time of its batch, and its outcome ("ok", "error" or "cancelled").
 	OnJobDone func(worker string, wait, device time.Duration, outcome string)
-	Logger    *slog.Logger
+	// OnCancelFreed, when set, hears about every job cancelled while a runner ran it, once the
+	// runner let go of it: the steps its task reported done after the cancellation (Task.Progress;
+	// at most 1 for a runner that stops at the next step) and the time until the device was free.
+	OnCancelFreed func(worker string, stepsAfter int, after time.Duration)
+	Logger        *slog.Logger
 }
 
 // Scheduler owns one model's queue and workers.

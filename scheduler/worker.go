@@ -251,13 +251,22 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	tasks := make([]runners.Task, 0, len(batch))
 	var cost float64
 	live := make([]*job, 0, len(batch))
+	var watches []*cancelWatch // per live job: its cancel watch (nil: none)
 	for _, j := range batch {
 		if j.ctx.Err() != nil { // cancelled while queued: no device time
 			j.finish(runners.Outcome{Err: w.s.ctxError(j.ctx)})
 			continue
 		}
 		j.started.Store(true)
-		tasks = append(tasks, runners.Task{Ctx: j.ctx, Request: j.req, Emit: j.emit, Progress: w.reportProgress})
+		progress := w.reportProgress
+		if w.s.cfg.OnCancelFreed != nil && !j.probe {
+			cw := watchCancel(j.ctx)
+			watches = append(watches, cw)
+			progress = func(done, total int) { cw.progress(done); w.reportProgress(done, total) }
+		} else {
+			watches = append(watches, nil)
+		}
+		tasks = append(tasks, runners.Task{Ctx: j.ctx, Request: j.req, Emit: j.emit, Progress: progress})
 		live = append(live, j)
 		cost += j.cost
 	}
@@ -280,7 +289,16 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 	w.progress.Store(0)
 	w.mu.Unlock()
 	outs := r.Run(ctx, tasks)
-	took := time.Since(start)
+	end := time.Now()
+	took := end.Sub(start)
+	for i, cw := range watches {
+		if cw == nil {
+			continue
+		}
+		if steps, after, ok := cw.freed(end); ok && !live[i].probe {
+			w.s.cfg.OnCancelFreed(w.group.ID, steps, after)
+		}
+	}
 	w.mu.Lock()
 	w.busySince, w.busyCost, w.live = time.Time{}, 0, nil
 	w.mu.Unlock()

@@ -160,6 +160,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
 				m.JobDone(runner, worker, wait, device, outcome)
 			},
+			OnCancelFreed: func(worker string, stepsAfter int, after time.Duration) {
+				m.CancelFreed(runner, worker, stepsAfter, after)
+			},
 		}, newRunnerFactory(settings, runner, reg, log, py, parent))
 		m.AddSource(runner, sched)
 		pools = append(pools, server.Pool{Service: service, Runner: runner, Sched: sched})
