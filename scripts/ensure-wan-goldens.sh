@@ -9,7 +9,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # The same place internal/shareddata.GeneratedRoot reads (TT_GOLDEN_DIR, else ~/.cache/...).
 OUT=${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/wan
-if [ "${1:-}" != --force ] && [ -f "$OUT/README.md" ] && [ -f "$OUT/unipc.json" ] && [ -f "$OUT/pipeline.json" ]; then
+if [ "${1:-}" != --force ] && [ -f "$OUT/README.md" ] && [ -f "$OUT/unipc.json" ] && [ -f "$OUT/pipeline.json" ] && [ -f "$OUT/umt5.json" ]; then
 	echo "wan goldens: present in $OUT"
 	exit 0
 fi

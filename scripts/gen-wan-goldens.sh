@@ -18,17 +18,25 @@
 # (classifier-free guidance) are checked to be in the file verbatim and then executed. No stub
 # is on the computation path.
 #
-# Needs Debian's python3-torch, python3-numpy, python3-packaging and python3-typing-extensions
-# (installed with apt-get if missing).
+# The tokenizer goldens: google/umt5-xxl's spiece.model is not here (no weights), so a Unigram
+# model with its id layout (pad 0, eos 1, unk 2, no bos, byte fallback) is trained with Debian's
+# python3-sentencepiece on diffusers' README and Wan sources (umt5_test.model), and texts are
+# cleaned by pipeline_wan.py's own prompt_clean (ast-extracted, run with the regex module it
+# imports; ftfy absent, so its fix_text step is not applied, as in diffusers without ftfy) and
+# encoded by sentencepiece (ids without eos; the Go test adds eos, truncation and padding to 512
+# as the Hugging Face tokenizer call in _get_t5_prompt_embeds does).
+#
+# Needs Debian's python3-torch, python3-numpy, python3-packaging, python3-typing-extensions,
+# python3-regex and python3-sentencepiece (installed with apt-get if missing).
 set -euo pipefail
 
 SRC=${1:?usage: gen-wan-goldens.sh DIFFUSERS_SRC [OUT_DIR]}
 OUT=${2:-${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/wan}
 DIFFUSERS_COMMIT=${DIFFUSERS_COMMIT:-58eb52c0803ea9af3abec60841c2a093bdf1f951}
 PY=/usr/bin/python3
-PKGS="python3-torch python3-numpy python3-packaging python3-typing-extensions"
+PKGS="python3-torch python3-numpy python3-packaging python3-typing-extensions python3-regex python3-sentencepiece"
 
-if ! $PY -c 'import torch, numpy, packaging, typing_extensions' 2>/dev/null; then
+if ! $PY -c 'import torch, numpy, packaging, typing_extensions, regex, sentencepiece' 2>/dev/null; then
 	echo "installing $PKGS ..." >&2
 	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 	export DEBIAN_FRONTEND=noninteractive
@@ -59,6 +67,9 @@ for f in configuration_utils.py schedulers/scheduling_unipc_multistep.py \
 done
 getsrc src/diffusers/pipelines/wan/pipeline_wan.py "$TMP/up/pipeline_wan.py"
 getsrc src/diffusers/utils/torch_utils.py "$TMP/up/torch_utils.py"
+# The tokenizer model's training text: diffusers' README and the two files above (English prose
+# and code; characters outside it take the byte-fallback path).
+getsrc README.md "$TMP/up/README.md"
 COMMIT=$( (git --git-dir="$SRC" rev-parse "$DIFFUSERS_COMMIT^{commit}" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null || echo "$DIFFUSERS_COMMIT (checkout without git metadata)") | head -1)
 
 # The shim: only the names the real files import; whatever is not on the computation path
@@ -300,6 +311,49 @@ for g in (4.0, 3.0, 5.0, 3.5, 1.7, 7.25):
     loc = {"noise_pred": cond.clone(), "noise_uncond": uncond, "current_guidance_scale": g}
     exec(CFG, {}, loc)
     cfg.append({"guidance_scale": g, "out_bits": bits(loc["noise_pred"])})
+# 4. Tokenizer: a UMT5-layout Unigram model and prompt_clean + sentencepiece ids.
+import html, importlib.util, random
+import regex
+import sentencepiece as spm
+assert importlib.util.find_spec("ftfy") is None, "ftfy is installed: prompt_clean would run ftfy.fix_text, which the Go side does not"
+tns = {"html": html, "re": regex, "is_ftfy_available": lambda: False}
+for name in ("basic_clean", "whitespace_clean", "prompt_clean"):
+    fn = next(n for n in body if getattr(n, "name", None) == name)
+    exec(compile(ast.get_source_segment(src, fn), up, "exec"), tns)
+corpus = os.path.join(tmp, "corpus.txt")
+with open(corpus, "w", encoding="utf-8") as f:
+    for name in ("README.md", "pipeline_wan.py", "torch_utils.py"):
+        for line in open(os.path.join(tmp, "up", name), encoding="utf-8"):
+            if line.strip():
+                f.write(line.strip() + "\n")
+spm.set_random_generator_seed(1)
+cwd = os.getcwd()
+os.chdir(tmp)
+spm.SentencePieceTrainer.train(input="corpus.txt", model_prefix="umt5_test", vocab_size=1500, model_type="unigram",
+                               byte_fallback=True, num_threads=1, pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
+                               character_coverage=1.0, minloglevel=2)
+os.replace("umt5_test.model", os.path.join(out, "umt5_test.model"))
+os.chdir(cwd)
+sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "umt5_test.model"))
+TEXTS = ["", " ", "A cat walks on the grass, realistic", "  Two  anthropomorphic cats\tin comfy boxing gear\n\nfight  ",
+         "Tom &amp; Jerry &lt;3 &amp;amp; &quot;quoted&quot; &#39;x&#39; &#x263A; &copy &nbsp;end",
+         "caf\u00e9 na\u00efve \u5409\u7965\u7269 \ud55c\uad6d\uc5b4 emoji \U0001F600\U0001F680",
+         "\u00a0nbsp\u2003em\u3000ideographic\u2028line\x1cfs\x85nel\u200bzw",
+         "Bright tones, overexposed, static, blurred details, subtitles, style, works, paintings, images, static, overall gray, worst quality, low quality",
+         "\u8272\u8c03\u8273\u4e3d\uff0c\u8fc7\u66dd\uff0c\u9759\u6001",
+         "&amp;lt;b&amp;gt; double-escaped", "digits 0123456789 3.14 1,000"]
+rng = random.Random(7)
+words = open(corpus, encoding="utf-8").read().split()
+TEXTS.append(" ".join(rng.choice(words) for _ in range(700)))  # longer than 512 tokens
+tok = []
+for text in TEXTS:
+    cleaned = tns["prompt_clean"](text)
+    ids = sp.encode(cleaned)
+    tok.append({"text": text, "cleaned": cleaned, "ids": ids})
+dump("umt5.json", {"model": "umt5_test.model", "sentencepiece_version": spm.__version__, "regex_version": regex.__version__,
+                   "vocab_size": sp.get_piece_size(), "pad_id": sp.pad_id(), "eos_id": sp.eos_id(), "unk_id": sp.unk_id(),
+                   "max_sequence_length": 512, "cases": tok})
+
 dump("pipeline.json", {"latent_channels": 16, "vae_scale_factor_temporal": 4, "vae_scale_factor_spatial": 8,
                        "patch_size": [1, 2, 2], "shapes": shapes, "picks": picks,
                        "cfg": {"cond_bits": bits(cond), "uncond_bits": bits(uncond), "runs": cfg}})
@@ -317,6 +371,7 @@ $COMMIT (run from a scratch directory, not stored), Debian python3-torch $TORCH,
 | file | what |
 | --- | --- |
 | \`unipc.json\` | UniPCMultistepScheduler (flow_prediction, flow sigmas, bh2, order 2) timesteps and sigmas for flow shifts x step counts; whole multistep runs (predictor + corrector) on closed-form inputs, the sample after every step (float32 bit patterns), including lower_order_final off, disable_corrector and order 3 |
+| \`umt5_test.model\`, \`umt5.json\` | a Unigram model with google/umt5-xxl's id layout (pad 0, eos 1, unk 2, no bos, byte fallback) trained by Debian python3-sentencepiece on diffusers' README and pipeline_wan.py/torch_utils.py; texts through pipeline_wan.py's prompt_clean (regex module, no ftfy) and sentencepiece's encode (ids without eos) |
 | \`pipeline.json\` | WanPipeline: num_frames rounding and latent shapes (81 frames at 832x480 and 1280x720 and others), seeded prepare_latents (sha256 of the float32 tensor), expert and guidance scale at every timestep for boundary ratios 0.875/0.9/none, and the classifier-free guidance combination on fixed inputs |
 
 Generated data from Apache-2.0 code.
