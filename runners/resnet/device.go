@@ -201,11 +201,29 @@ func (d *SimDevice) capture(ctx context.Context) error {
 // replays the trace and returns the n images' logits. Like a real device call it cannot be
 // interrupted: ctx is checked before the call only.
 func (d *SimDevice) Run(ctx context.Context, batch []float32, n int) ([]float32, error) {
-	if d.trace == nil {
-		return nil, fmt.Errorf("resnet sim: device not open")
-	}
 	if err := checkBatch(batch, n, d.fn.batch); err != nil {
 		return nil, err
+	}
+	return d.run(ctx, n, func(i int) []byte {
+		bf16LE(d.inb, batch[i*ImageElems:(i+1)*ImageElems])
+		return d.inb
+	})
+}
+
+// RunBF16 is the BF16DeviceFunc: Run with the batch already in the device dtype, written to
+// the device as it is.
+func (d *SimDevice) RunBF16(ctx context.Context, batch []byte, n int) ([]float32, error) {
+	if err := checkBatchBF16(batch, n, d.fn.batch); err != nil {
+		return nil, err
+	}
+	return d.run(ctx, n, func(i int) []byte { return batch[i*2*ImageElems : (i+1)*2*ImageElems] })
+}
+
+// run writes image i's bf16 bytes (image(i)) for every slot that is real or held an earlier
+// image, replays the trace and reads the n images' logits.
+func (d *SimDevice) run(ctx context.Context, n int, image func(i int) []byte) ([]float32, error) {
+	if d.trace == nil {
+		return nil, fmt.Errorf("resnet sim: device not open")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -215,9 +233,15 @@ func (d *SimDevice) Run(ctx context.Context, batch []float32, n int) ([]float32,
 		if i >= n && !d.dirty[i] {
 			continue // padding already zero on the device
 		}
-		bf16LE(d.inb, batch[i*ImageElems:(i+1)*ImageElems])
-		if err := in.Write(ctx, 1, d.inb); err != nil {
-			return nil, fmt.Errorf("write input %d: %w", i, simdev.DeviceErr(err))
+		if i < n {
+			if err := in.Write(ctx, 1, image(i)); err != nil {
+				return nil, fmt.Errorf("write input %d: %w", i, simdev.DeviceErr(err))
+			}
+		} else {
+			clear(d.inb)
+			if err := in.Write(ctx, 1, d.inb); err != nil {
+				return nil, fmt.Errorf("write input %d: %w", i, simdev.DeviceErr(err))
+			}
 		}
 		d.dirty[i] = i < n
 	}
@@ -308,11 +332,30 @@ func (f *FakeDevice) Run(ctx context.Context, batch []float32, n int) ([]float32
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return f.run(ctx, n, func(i int, dst []float32) {
+		f.fn.logits(f.prefix, ToBF16(f.bf, batch[i*ImageElems:(i+1)*ImageElems]), dst)
+	})
+}
+
+// RunBF16 is the BF16DeviceFunc: Run with the batch already in the device dtype.
+func (f *FakeDevice) RunBF16(ctx context.Context, batch []byte, n int) ([]float32, error) {
+	if err := checkBatchBF16(batch, n, f.fn.batch); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.run(ctx, n, func(i int, dst []float32) {
+		f.fn.logitsLE(f.prefix, batch[i*2*ImageElems:(i+1)*2*ImageElems], dst)
+	})
+}
+
+// run computes the n images' logits (logits(i, dst)) and waits out the batch's device time.
+func (f *FakeDevice) run(ctx context.Context, n int, logits func(i int, dst []float32)) ([]float32, error) {
 	f.runs.Add(1)
 	start := time.Now()
 	for i := range n {
-		ToBF16(f.bf, batch[i*ImageElems:(i+1)*ImageElems])
-		f.fn.logits(f.prefix, f.bf, f.logits[i*NumClasses:(i+1)*NumClasses])
+		logits(i, f.logits[i*NumClasses:(i+1)*NumClasses])
 	}
 	if d := f.latency - time.Since(start); d > 0 {
 		t := time.NewTimer(d)
@@ -327,6 +370,14 @@ func (f *FakeDevice) Run(ctx context.Context, batch []float32, n int) ([]float32
 		return nil, err
 	}
 	return f.logits[:n*NumClasses], nil
+}
+
+// checkBatchBF16 checks a BF16DeviceFunc's arguments against the device batch.
+func checkBatchBF16(batch []byte, n, size int) error {
+	if len(batch) != size*2*ImageElems || n < 0 || n > size {
+		return fmt.Errorf("resnet device: %d bf16 bytes with %d images for a device batch of %d", len(batch), n, size)
+	}
+	return nil
 }
 
 // checkBatch checks a DeviceFunc's arguments against the device batch.

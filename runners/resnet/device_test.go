@@ -249,3 +249,58 @@ func TestSimulatorCrossRequestBatching(t *testing.T) {
 	send(64, 5)
 	require.Equal(t, []int{16, 16, 16, 16, 16, 5}, dev.recorded(), "5 requests: one padded device batch")
 }
+
+// TestBF16DeviceMatchesFloat: a batch handed over as bf16 bytes (PreprocessBF16Into) gets the
+// logits of the same batch handed over as float32, on the Go twin and on the C simulator, and
+// a runner driving DeviceBF16 answers as one driving Device, across batches whose padding
+// shrinks and grows.
+func TestBF16DeviceMatchesFloat(t *testing.T) {
+	ctx := context.Background()
+	bf16Batch := func(first, n, size int) []byte {
+		b := make([]byte, size*2*ImageElems)
+		for i := range n {
+			require.NoError(t, PreprocessBF16Into(b[i*2*ImageElems:(i+1)*2*ImageElems], testImage(first+i), PILBilinear))
+		}
+		return b
+	}
+	twin, err := NewFakeDevice(0)
+	require.NoError(t, err)
+	want, err := twin.Run(ctx, preprocessed(t, 3, 5, 16), 5)
+	require.NoError(t, err)
+	want = append([]float32(nil), want...)
+	got, err := twin.RunBF16(ctx, bf16Batch(3, 5, 16), 5)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	_, err = twin.RunBF16(ctx, make([]byte, 2*ImageElems), 1)
+	require.Error(t, err, "a short batch is refused")
+
+	t.Run("runner", func(t *testing.T) {
+		f, err := New(Config{BatchSize: 16, Device: twin.Run, Workers: 2})
+		require.NoError(t, err)
+		twinB, err := NewFakeDevice(0)
+		require.NoError(t, err)
+		b, err := New(Config{BatchSize: 16, DeviceBF16: twinB.RunBF16, Workers: 2})
+		require.NoError(t, err)
+		for _, n := range []int{16, 1, 3, 18} {
+			tasks := make([]runners.Task, n)
+			for i := range tasks {
+				tasks[i] = runners.Task{Ctx: ctx, Request: &runners.CNNRequest{Image: testImage(10*n + i), TopK: 3}}
+			}
+			require.Equal(t, f.Run(ctx, tasks), b.Run(ctx, tasks), "batch of %d", n)
+		}
+	})
+
+	t.Run("simulator", func(t *testing.T) {
+		sim := openSim(t)
+		require.NoError(t, sim.Open(ctx))
+		defer func() { require.NoError(t, sim.Close()) }()
+		got, err := sim.RunBF16(ctx, bf16Batch(3, 5, 16), 5)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		got, err = sim.RunBF16(ctx, bf16Batch(4, 2, 16), 2) // slots 2-4 go back to padding
+		require.NoError(t, err)
+		wantF, err := twin.Run(ctx, preprocessed(t, 4, 2, 16), 2)
+		require.NoError(t, err)
+		require.Equal(t, wantF, got)
+	})
+}

@@ -149,7 +149,6 @@ func (d *MetalDevice) Run(ctx context.Context, batch []float32, n int) ([]float3
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx = context.WithoutCancel(ctx)
 	per := ImageElems * 2
 	for i := range d.spec.Batch {
 		if i < n {
@@ -159,6 +158,29 @@ func (d *MetalDevice) Run(ctx context.Context, batch []float32, n int) ([]float3
 			clear(d.inb[i*per : (i+1)*per])
 		}
 	}
+	return d.run(ctx, n)
+}
+
+// RunBF16 is the BF16DeviceFunc: Run with the batch already in the device dtype.
+func (d *MetalDevice) RunBF16(ctx context.Context, batch []byte, n int) ([]float32, error) {
+	if d.prog == nil {
+		return nil, fmt.Errorf("resnet on metal: device not open")
+	}
+	if err := checkBatchBF16(batch, n, d.spec.Batch); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	per := ImageElems * 2
+	copy(d.inb, batch[:n*per])
+	clear(d.inb[n*per:])
+	return d.run(ctx, n)
+}
+
+// run writes the input batch d.inb, runs the program and returns the n images' logits.
+func (d *MetalDevice) run(ctx context.Context, n int) ([]float32, error) {
+	ctx = context.WithoutCancel(ctx)
 	if err := d.in.Write(ctx, 0, d.inb); err != nil {
 		return nil, fmt.Errorf("write input: %w", simdev.DeviceErr(err))
 	}

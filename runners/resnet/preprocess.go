@@ -103,28 +103,43 @@ func PreprocessInto(dst []float32, img image.Image, interp Interp) error {
 	if len(dst) < ImageElems {
 		return fmt.Errorf("resnet preprocess: dst holds %d values, need %d", len(dst), ImageElems)
 	}
+	return preprocess(f32Sink(dst[:ImageElems]), img, interp)
+}
+
+// PreprocessBF16Into writes the network input for img into dst as the device takes it:
+// bfloat16 (torch's .to(torch.bfloat16) of Preprocess's tensor, bit for bit), little-endian,
+// 2*ImageElems bytes. Normalisation and the bf16 rounding are one table look-up per value.
+func PreprocessBF16Into(dst []byte, img image.Image, interp Interp) error {
+	if len(dst) < 2*ImageElems {
+		return fmt.Errorf("resnet preprocess: dst holds %d bytes, need %d", len(dst), 2*ImageElems)
+	}
+	return preprocess(bf16Sink(dst[:2*ImageElems]), img, interp)
+}
+
+func preprocess(sink rowSink, img image.Image, interp Interp) error {
 	if img == nil || img.Bounds().Empty() {
 		return fmt.Errorf("resnet preprocess: %w", ErrEmptyImage)
+	}
+	if interp != PILBilinear && interp != TorchBilinear {
+		return fmt.Errorf("resnet preprocess: unknown interpolation %d", interp)
 	}
 	rgb, ok := img.(*image.NRGBA)
 	if !ok {
 		rgb = imaging.ToRGB(img)
 	}
-	var crop [InputSize * InputSize * Channels]uint8
 	b := rgb.Bounds()
 	src := pixels{pix: rgb.Pix[rgb.PixOffset(b.Min.X, b.Min.Y):], stride: rgb.Stride, w: b.Dx(), h: b.Dy()}
 	g := GeometryFor(src.w, src.h)
-	switch interp {
-	case PILBilinear:
+	if interp == PILBilinear {
 		// Resize, crop and normalisation fused: only the crop's pixels are computed.
-		resizeCropPIL(nil, dst[:ImageElems], src, g)
+		resizeCropPIL(sink, src, g)
 		return nil
-	case TorchBilinear:
-		resizeCropTorch(crop[:], src, g)
-	default:
-		return fmt.Errorf("resnet preprocess: unknown interpolation %d", interp)
 	}
-	normalize(dst[:ImageElems], crop[:])
+	var crop [InputSize * rowLen]uint8
+	resizeCropTorch(crop[:], src, g)
+	for y := range InputSize {
+		sink.row(y, crop[y*rowLen:(y+1)*rowLen])
+	}
 	return nil
 }
 
@@ -135,164 +150,50 @@ type pixels struct {
 	w, h   int
 }
 
-// resizeCropPIL writes into dst (224×224 RGB, interleaved) the centre crop of PIL's
-// Image.resize((g.ResizedW, g.ResizedH), BILINEAR) of src; with norm set (len ImageElems) it
-// writes the normalised planar tensor there instead, row by row as the crop is computed. Only the pixels inside the crop are
-// computed; each is bit-identical to PIL's (horizontal pass first, rounded to uint8, then the
-// vertical pass, as ImagingResampleInner does).
-func resizeCropPIL(dst []uint8, norm []float32, src pixels, g Geometry) {
-	needH := g.ResizedW != src.w
-	needV := g.ResizedH != src.h
-	var hc, vc imaging.PILCoeffs
-	if needH {
-		hc = imaging.NewPILCoeffs(src.w, g.ResizedW, imaging.PILBilinear)
-	}
-	// Source rows the crop needs, and the vertical taps relative to the first of them.
-	rowFirst, rowLast := g.CropTop, g.CropTop+InputSize
-	if needV {
-		vc = imaging.NewPILCoeffs(src.h, g.ResizedH, imaging.PILBilinear)
-		rowFirst = vc.Bounds[2*g.CropTop]
-		last := g.CropTop + InputSize - 1
-		rowLast = vc.Bounds[2*last] + vc.Bounds[2*last+1]
-		for oy := g.CropTop; oy <= last; oy++ {
-			rowFirst = min(rowFirst, vc.Bounds[2*oy])
-			rowLast = max(rowLast, vc.Bounds[2*oy]+vc.Bounds[2*oy+1])
-		}
-	}
-	rows := rowLast - rowFirst
-	// Horizontal pass over the needed rows, only the crop's columns.
-	tmp := make([]uint8, rows*InputSize*Channels)
-	for r := range rows {
-		in := src.pix[(rowFirst+r)*src.stride:]
-		out := tmp[r*InputSize*Channels : (r+1)*InputSize*Channels]
-		if !needH {
-			for x := range InputSize {
-				p := in[4*(g.CropLeft+x):]
-				out[3*x], out[3*x+1], out[3*x+2] = p[0], p[1], p[2]
-			}
-			continue
-		}
-		hpass(out, in, &hc, g.CropLeft)
-	}
-	if !needV {
-		if norm != nil {
-			normalize(norm, tmp[:InputSize*InputSize*Channels])
-			return
-		}
-		copy(dst, tmp[:InputSize*InputSize*Channels])
-		return
-	}
-	// Vertical pass, two interleaved samples per uint64 (see hpass), fused with the
-	// normalisation when norm is set.
-	const rowLen = InputSize * Channels
-	var acc [rowLen / 2]uint64
-	var crop [rowLen]uint8
-	for y := range InputSize {
-		oy := g.CropTop + y
-		ymin, n := vc.Bounds[2*oy]-rowFirst, vc.Bounds[2*oy+1]
-		k := vc.K[oy*vc.KSize : oy*vc.KSize+n]
-		for i := range acc {
-			acc[i] = half | half<<32
-		}
-		rows := tmp[ymin*rowLen : (ymin+n)*rowLen]
-		for len(k) >= 2 {
-			r0, r1 := rows[:rowLen:rowLen], rows[rowLen:2*rowLen:2*rowLen]
-			w0, w1 := uint64(uint32(k[0])), uint64(uint32(k[1]))
-			for j := range acc {
-				a := uint64(binary.LittleEndian.Uint16(r0[2*j:]))
-				b := uint64(binary.LittleEndian.Uint16(r1[2*j:]))
-				acc[j] += ((a&0xFF)|(a>>8)<<32)*w0 + ((b&0xFF)|(b>>8)<<32)*w1
-			}
-			k, rows = k[2:], rows[2*rowLen:]
-		}
-		if len(k) == 1 {
-			r0 := rows[:rowLen:rowLen]
-			w0 := uint64(uint32(k[0]))
-			for j := range acc {
-				a := uint64(binary.LittleEndian.Uint16(r0[2*j:]))
-				acc[j] += ((a & 0xFF) | (a>>8)<<32) * w0
-			}
-		}
-		out := crop[:]
-		if norm == nil {
-			out = dst[y*rowLen : (y+1)*rowLen]
-		}
-		for j, v := range acc {
-			out[2*j] = clip8u(uint32(v))
-			out[2*j+1] = clip8u(uint32(v >> 32))
-		}
-		if norm != nil {
-			const plane = InputSize * InputSize
-			r := norm[y*InputSize : y*InputSize+InputSize]
-			gg := norm[plane+y*InputSize : plane+y*InputSize+InputSize]
-			b := norm[2*plane+y*InputSize : 2*plane+y*InputSize+InputSize]
-			for x := range InputSize {
-				px := crop[3*x : 3*x+3 : 3*x+3]
-				r[x], gg[x], b[x] = normLUT[0][px[0]], normLUT[1][px[1]], normLUT[2][px[2]]
-			}
-		}
-	}
-}
+// rowSink takes the crop row by row (interleaved RGB, rowLen bytes) and writes the tensor.
+type rowSink interface{ row(y int, rgb []uint8) }
 
-// half is 0.5 in PIL's fixed point, the rounding bias of every sum.
-const half = 1 << (imaging.PILPrecisionBits - 1)
+// f32Sink writes the planar normalised float32 tensor (ImageElems values).
+type f32Sink []float32
 
-// hpass computes one row of the crop's horizontal pass: for output columns cropLeft..+223,
-// PIL's bilinear taps over the RGBX row in, rounded to uint8 into out (RGB interleaved).
-// Bilinear weights are non-negative and sum to 1<<22 (± rounding), so a channel's sum stays
-// below 2^31: R and B share one uint64 (R in the low 32 bits, B in the high), halving the
-// multiplies; the result is bit-identical to three int32 sums.
-func hpass(out, in []uint8, hc *imaging.PILCoeffs, cropLeft int) {
-	for x := range InputSize {
-		ox := cropLeft + x
-		xmin, n := hc.Bounds[2*ox], hc.Bounds[2*ox+1]
-		k := hc.K[ox*hc.KSize : ox*hc.KSize+n]
-		p := in[4*xmin : 4*(xmin+n)]
-		rb, gs := uint64(half|half<<32), uint32(half)
-		for len(k) >= 4 && len(p) >= 16 {
-			v0 := uint64(binary.LittleEndian.Uint32(p))
-			v1 := uint64(binary.LittleEndian.Uint32(p[4:]))
-			v2 := uint64(binary.LittleEndian.Uint32(p[8:]))
-			v3 := uint64(binary.LittleEndian.Uint32(p[12:]))
-			w0, w1, w2, w3 := uint64(uint32(k[0])), uint64(uint32(k[1])), uint64(uint32(k[2])), uint64(uint32(k[3]))
-			rb += ((v0&0xFF)|(v0&0xFF0000)<<16)*w0 + ((v1&0xFF)|(v1&0xFF0000)<<16)*w1 +
-				((v2&0xFF)|(v2&0xFF0000)<<16)*w2 + ((v3&0xFF)|(v3&0xFF0000)<<16)*w3
-			gs += uint32((v0>>8)&0xFF)*uint32(w0) + uint32((v1>>8)&0xFF)*uint32(w1) +
-				uint32((v2>>8)&0xFF)*uint32(w2) + uint32((v3>>8)&0xFF)*uint32(w3)
-			k, p = k[4:], p[16:]
-		}
-		for len(k) >= 2 && len(p) >= 8 {
-			v0 := uint64(binary.LittleEndian.Uint32(p))
-			v1 := uint64(binary.LittleEndian.Uint32(p[4:]))
-			w0, w1 := uint64(uint32(k[0])), uint64(uint32(k[1]))
-			rb += ((v0&0xFF)|(v0&0xFF0000)<<16)*w0 + ((v1&0xFF)|(v1&0xFF0000)<<16)*w1
-			gs += uint32((v0>>8)&0xFF)*uint32(w0) + uint32((v1>>8)&0xFF)*uint32(w1)
-			k, p = k[2:], p[8:]
-		}
-		if len(k) == 1 && len(p) >= 4 {
-			v := uint64(binary.LittleEndian.Uint32(p))
-			rb += ((v & 0xFF) | (v&0xFF0000)<<16) * uint64(uint32(k[0]))
-			gs += uint32((v>>8)&0xFF) * uint32(k[0])
-		}
-		o := out[3*x : 3*x+3 : 3*x+3]
-		o[0], o[1], o[2] = clip8u(uint32(rb)), clip8u(gs), clip8u(uint32(rb>>32))
-	}
-}
-
-// clip8u is clip8 for a non-negative sum.
-func clip8u(v uint32) uint8 { return uint8(min(v>>imaging.PILPrecisionBits, 255)) }
-
-// normalize writes the planar normalised tensor of an interleaved 224×224 RGB crop.
-func normalize(dst []float32, crop []uint8) {
+func (d f32Sink) row(y int, rgb []uint8) {
 	const plane = InputSize * InputSize
-	for c := range Channels {
-		lut := &normLUT[c]
-		out := dst[c*plane : (c+1)*plane]
-		for i := range out {
-			out[i] = lut[crop[i*Channels+c]]
-		}
+	r := d[y*InputSize:][:InputSize]
+	g := d[plane+y*InputSize:][:InputSize]
+	b := d[2*plane+y*InputSize:][:InputSize]
+	rgb = rgb[:rowLen]
+	for x := range InputSize {
+		px := rgb[3*x:][:3]
+		r[x], g[x], b[x] = normLUT[0][px[0]], normLUT[1][px[1]], normLUT[2][px[2]]
 	}
 }
+
+// bf16Sink writes the planar normalised tensor as little-endian bfloat16 (2*ImageElems bytes).
+type bf16Sink []byte
+
+func (d bf16Sink) row(y int, rgb []uint8) {
+	const plane = 2 * InputSize * InputSize
+	r := d[2*y*InputSize:][:2*InputSize]
+	g := d[plane+2*y*InputSize:][:2*InputSize]
+	b := d[2*plane+2*y*InputSize:][:2*InputSize]
+	rgb = rgb[:rowLen]
+	for x := range InputSize {
+		px := rgb[3*x:][:3]
+		binary.LittleEndian.PutUint16(r[2*x:], bf16LUT[0][px[0]])
+		binary.LittleEndian.PutUint16(g[2*x:], bf16LUT[1][px[1]])
+		binary.LittleEndian.PutUint16(b[2*x:], bf16LUT[2][px[2]])
+	}
+}
+
+// bf16LUT[c][v] is normLUT[c][v] rounded to bfloat16 as ToBF16 rounds.
+var bf16LUT = func() (t [Channels][256]uint16) {
+	for c := range Channels {
+		for v := range 256 {
+			t[c][v] = BF16(normLUT[c][v])
+		}
+	}
+	return t
+}()
 
 // torchIndex is torch's compute_source_index_and_lambda for one output position
 // (align_corners=False) as the reference build computed it: the ratio in/out in float32, the

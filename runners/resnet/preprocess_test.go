@@ -373,3 +373,64 @@ func reportCPU(b *testing.B, cpu0 time.Duration, perOp int) {
 	b.ReportMetric(perImage, "cpu-ns/image")
 	b.ReportMetric(1e9/perImage, "images/s/core")
 }
+
+// noise is a w×h opaque NRGBA of seeded pseudo-random pixels (every sample value occurs).
+func noise(w, h int, seed uint64) *image.NRGBA {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	s := seed
+	for i := range img.Pix {
+		s = s*6364136223846793005 + 1442695040888963407
+		img.Pix[i] = uint8(s >> 56)
+		if i%4 == 3 {
+			img.Pix[i] = 0xFF
+		}
+	}
+	return img
+}
+
+// TestFusedResizeMatchesPILResize pins the fused, crop-only resize (padded taps, straight-line
+// 2/3/4-tap passes, pooled rows, cached taps) to imaging.PILResize of the whole image followed
+// by the crop and the normalisation, bit for bit, over sizes that take every tap count and
+// edge case (no horizontal or vertical resize, windows clipped at the edges, upscales), twice
+// each (the second time from the taps cache); and the bf16 tensor to ToBF16 of the float one.
+func TestFusedResizeMatchesPILResize(t *testing.T) {
+	sizes := [][2]int{{500, 375}, {375, 500}, {640, 480}, {333, 517}, {256, 300},
+		{300, 256}, {257, 256}, {224, 224}, {100, 80}, {1, 1}, {3, 1000}, {1000, 3}, {1500, 900},
+		{400, 300}, {520, 390}}
+	for i, wh := range sizes {
+		w, h := wh[0], wh[1]
+		img := noise(w, h, uint64(i+1))
+		rgb := make([]uint8, 0, w*h*3)
+		for p := 0; p < len(img.Pix); p += 4 {
+			rgb = append(rgb, img.Pix[p:p+3]...)
+		}
+		g := GeometryFor(w, h)
+		ref := imaging.PILResize(rgb, w, h, Channels, g.ResizedW, g.ResizedH, imaging.PILBilinear)
+		want := make([]float32, ImageElems)
+		for c := range Channels {
+			for y := range InputSize {
+				for x := range InputSize {
+					v := ref[((g.CropTop+y)*g.ResizedW+g.CropLeft+x)*Channels+c]
+					want[(c*InputSize+y)*InputSize+x] = normLUT[c][v]
+				}
+			}
+		}
+		wantBF := make([]byte, 2*ImageElems)
+		bf16LE(wantBF, want)
+		for pass := range 2 {
+			got := make([]float32, ImageElems)
+			require.NoError(t, PreprocessInto(got, img, PILBilinear))
+			require.Equal(t, want, got, "%dx%d pass %d", w, h, pass)
+			gotBF := make([]byte, 2*ImageElems)
+			require.NoError(t, PreprocessBF16Into(gotBF, img, PILBilinear))
+			require.Equal(t, wantBF, gotBF, "%dx%d bf16 pass %d", w, h, pass)
+		}
+		gotF, gotBF := make([]float32, ImageElems), make([]byte, 2*ImageElems)
+		require.NoError(t, PreprocessInto(gotF, img, TorchBilinear))
+		require.NoError(t, PreprocessBF16Into(gotBF, img, TorchBilinear))
+		wantT := make([]byte, 2*ImageElems)
+		bf16LE(wantT, gotF)
+		require.Equal(t, wantT, gotBF, "%dx%d torch bf16", w, h)
+	}
+	require.Error(t, PreprocessBF16Into(make([]byte, 2*ImageElems-1), noise(4, 4, 1), PILBilinear))
+}

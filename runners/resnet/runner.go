@@ -28,13 +28,20 @@ var ErrDevice = errors.New("resnet device")
 // at least n*NumClasses logits, image after image. It is called from one goroutine at a time.
 type DeviceFunc func(ctx context.Context, batch []float32, n int) (logits []float32, err error)
 
+// BF16DeviceFunc is DeviceFunc for a device that takes the batch as the device dtype:
+// BatchSize images of 2*ImageElems bytes each, little-endian bfloat16 (ToBF16 of the NCHW
+// float32 tensor), the padding zero. The runner then preprocesses straight into bf16.
+type BF16DeviceFunc func(ctx context.Context, batch []byte, n int) (logits []float32, err error)
+
 // Config builds a ResNet-50 runner.
 type Config struct {
 	// BatchSize is the device batch; every device call gets exactly this many images, the
 	// tail padded with zeros. Default DefaultBatchSize.
 	BatchSize int
-	// Device runs one batch (required).
-	Device DeviceFunc
+	// Device runs one batch of float32 images; DeviceBF16 one batch of bf16 images (one of
+	// them is required; DeviceBF16 wins: no float32 tensor is written at all).
+	Device     DeviceFunc
+	DeviceBF16 BF16DeviceFunc
 	// Open, when set, is called by Warmup before the warm-up batch: open the device, load
 	// the weights (and capture the trace on the warm-up batch that follows).
 	Open func(ctx context.Context) error
@@ -56,7 +63,8 @@ type Config struct {
 type Runner struct {
 	cfg Config
 	cls *Classifier
-	buf []float32 // one device batch, reused
+	buf []float32 // one device batch, reused (Device)
+	bf  []byte    // one device batch of bf16, reused (DeviceBF16)
 	// used is how many leading slots of buf may hold an earlier batch's images: the padding
 	// after a batch of n is cleared only up to there, not all 16 slots every time.
 	used   int
@@ -68,8 +76,8 @@ var _ runners.Runner = (*Runner)(nil)
 
 // New checks cfg and builds a runner; it does not touch the device (Warmup does).
 func New(cfg Config) (*Runner, error) {
-	if cfg.Device == nil {
-		return nil, errors.New("resnet: Config.Device is required")
+	if cfg.Device == nil && cfg.DeviceBF16 == nil {
+		return nil, errors.New("resnet: Config.Device or Config.DeviceBF16 is required")
 	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = DefaultBatchSize
@@ -87,7 +95,13 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resnet: %w", err)
 	}
-	return &Runner{cfg: cfg, cls: cls, buf: make([]float32, cfg.BatchSize*ImageElems)}, nil
+	r := &Runner{cfg: cfg, cls: cls}
+	if cfg.DeviceBF16 != nil {
+		r.bf = make([]byte, cfg.BatchSize*2*ImageElems)
+	} else {
+		r.buf = make([]float32, cfg.BatchSize*ImageElems)
+	}
+	return r, nil
 }
 
 // BatchSize is the device batch of this runner (what MAX_BATCH_SIZE should be set to).
@@ -167,16 +181,22 @@ func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []run
 		if err != nil {
 			// The slot is cleared (never left holding an earlier batch's image, whose classes
 			// would be this request's answer) and the request fails alone.
-			clear(r.buf[i*ImageElems : (i+1)*ImageElems])
+			r.clearSlots(i, i+1)
 			outs[i].Err = err
 		}
 	}
 	if r.used > n {
-		clear(r.buf[n*ImageElems : r.used*ImageElems]) // padding left by a larger batch
+		r.clearSlots(n, r.used) // padding left by a larger batch
 	}
 	r.used = n
 	start := time.Now()
-	logits, err := r.cfg.Device(ctx, r.buf, n)
+	var logits []float32
+	var err error
+	if r.cfg.DeviceBF16 != nil {
+		logits, err = r.cfg.DeviceBF16(ctx, r.bf, n)
+	} else {
+		logits, err = r.cfg.Device(ctx, r.buf, n)
+	}
 	if r.cfg.Logger != nil {
 		r.cfg.Logger.Debug("resnet device batch", "images", n, "padding", r.cfg.BatchSize-n,
 			"device_ms", float64(time.Since(start).Microseconds())/1000, "ok", err == nil)
@@ -210,6 +230,23 @@ func (r *Runner) runChunk(ctx context.Context, reqs []*runners.CNNRequest) []run
 	return outs
 }
 
+// clearSlots zeroes batch slots from..to-1.
+func (r *Runner) clearSlots(from, to int) {
+	if r.bf != nil {
+		clear(r.bf[from*2*ImageElems : to*2*ImageElems])
+		return
+	}
+	clear(r.buf[from*ImageElems : to*ImageElems])
+}
+
+// preprocessSlot writes image i's tensor into its slot of the batch buffer.
+func (r *Runner) preprocessSlot(i int, img image.Image) error {
+	if r.bf != nil {
+		return PreprocessBF16Into(r.bf[i*2*ImageElems:(i+1)*2*ImageElems], img, r.cfg.Interp)
+	}
+	return PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], img, r.cfg.Interp)
+}
+
 // preprocess writes each request's tensor into its slot of the batch buffer, spreading the
 // images over Workers goroutines, and returns each one's error (nil when its slot was written).
 func (r *Runner) preprocess(reqs []*runners.CNNRequest) []error {
@@ -217,7 +254,7 @@ func (r *Runner) preprocess(reqs []*runners.CNNRequest) []error {
 	workers := min(r.cfg.Workers, len(reqs))
 	if workers <= 1 {
 		for i, req := range reqs {
-			errs[i] = PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], req.Image, r.cfg.Interp)
+			errs[i] = r.preprocessSlot(i, req.Image)
 		}
 		return errs
 	}
@@ -230,7 +267,7 @@ func (r *Runner) preprocess(reqs []*runners.CNNRequest) []error {
 				if i >= len(reqs) {
 					return
 				}
-				errs[i] = PreprocessInto(r.buf[i*ImageElems:(i+1)*ImageElems], reqs[i].Image, r.cfg.Interp)
+				errs[i] = r.preprocessSlot(i, reqs[i].Image)
 			}
 		})
 	}

@@ -230,6 +230,17 @@ func (f *simFunc) logits(prefix uint64, img []uint16, dst []float32) {
 		h = (h ^ uint64(img[i]&0xff)) * fnvPrime
 		h = (h ^ uint64(img[i]>>8)) * fnvPrime
 	}
+	outputs(h, dst)
+}
+
+// logitsLE is logits of the image as little-endian bf16 bytes (the same words, so the same
+// hash).
+func (f *simFunc) logitsLE(prefix uint64, img []byte, dst []float32) {
+	outputs(fnvBytes(prefix, img), dst)
+}
+
+// outputs derives the output values from an image's hash.
+func outputs(h uint64, dst []float32) {
 	s := h ^ 1*outputMix // output 0
 	for k := range dst {
 		r := splitmix(&s)

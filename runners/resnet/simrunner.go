@@ -34,7 +34,7 @@ import (
 // cnnDevice is what the CNN runner drives: SimDevice or FakeDevice.
 type cnnDevice interface {
 	BatchSize() int
-	Run(ctx context.Context, batch []float32, n int) ([]float32, error)
+	RunBF16(ctx context.Context, batch []byte, n int) ([]float32, error)
 }
 
 // cnnRunner is a CNN model's runner: the ResNet-50 pipeline and the simulated device it
@@ -52,7 +52,7 @@ func newMetalCNN(model string, cfg MetalConfig, log *slog.Logger) (runners.Runne
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", model, err)
 	}
-	r, err := New(Config{BatchSize: dev.BatchSize(), Device: dev.Run, Open: dev.Open, Close: dev.Close, Logger: log})
+	r, err := New(Config{BatchSize: dev.BatchSize(), DeviceBF16: dev.RunBF16, Open: dev.Open, Close: dev.Close, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", model, err)
 	}
@@ -81,8 +81,8 @@ func newCNN(model string, lat simdev.Latency, sim *SimDevice, log *slog.Logger) 
 		dev = fake
 	}
 	r, err := New(Config{
-		BatchSize: dev.BatchSize(),
-		Device:    dev.Run,
+		BatchSize:  dev.BatchSize(),
+		DeviceBF16: dev.RunBF16,
 		Open: func(ctx context.Context) error {
 			if err := simdev.Sleep(ctx, lat.Warmup); err != nil { // loading the weights
 				return err
