@@ -70,6 +70,7 @@ getsrc src/diffusers/utils/torch_utils.py "$TMP/up/torch_utils.py"
 # The tokenizer model's training text: diffusers' README and the two files above (English prose
 # and code; characters outside it take the byte-fallback path).
 getsrc README.md "$TMP/up/README.md"
+getsrc src/diffusers/models/autoencoders/autoencoder_kl_wan.py "$TMP/up/autoencoder_kl_wan.py"
 COMMIT=$( (git --git-dir="$SRC" rev-parse "$DIFFUSERS_COMMIT^{commit}" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null || echo "$DIFFUSERS_COMMIT (checkout without git metadata)") | head -1)
 
 # The shim: only the names the real files import; whatever is not on the computation path
@@ -354,7 +355,34 @@ dump("umt5.json", {"model": "umt5_test.model", "sentencepiece_version": spm.__ve
                    "vocab_size": sp.get_piece_size(), "pad_id": sp.pad_id(), "eos_id": sp.eos_id(), "unk_id": sp.unk_id(),
                    "max_sequence_length": 512, "cases": tok})
 
-dump("pipeline.json", {"latent_channels": 16, "vae_scale_factor_temporal": 4, "vae_scale_factor_spatial": 8,
+# The VAE's latent normalisation (AutoencoderKLWan's latents_mean/latents_std defaults) and the
+# __call__ lines that undo it before decoding, run on fixed latents.
+vsrc = open(os.path.join(tmp, "up", "autoencoder_kl_wan.py")).read()
+vcls = next(n for n in ast.parse(vsrc).body if getattr(n, "name", None) == "AutoencoderKLWan")
+init = next(n for n in vcls.body if getattr(n, "name", None) == "__init__")
+args = init.args.args[-len(init.args.defaults):]
+vdef = {a.arg: ast.literal_eval(d) for a, d in zip(args, init.args.defaults) if a.arg in ("latents_mean", "latents_std", "z_dim")}
+UNNORM = verbatim("""
+            latents = latents.to(self.vae.dtype)
+            latents_mean = (
+                torch.tensor(self.vae.config.latents_mean)
+                .view(1, self.vae.config.z_dim, 1, 1, 1)
+                .to(latents.device, latents.dtype)
+            )
+            latents_std = 1.0 / torch.tensor(self.vae.config.latents_std).view(1, self.vae.config.z_dim, 1, 1, 1).to(
+                latents.device, latents.dtype
+            )
+            latents = latents / latents_std + latents_mean
+""")
+li = torch.arange(16 * 2 * 3 * 2, dtype=torch.float32).reshape(1, 16, 2, 3, 2)
+lat_in = torch.remainder(li * 0.731, 5.0) - 2.5
+self = types.SimpleNamespace(vae=types.SimpleNamespace(dtype=torch.float32, config=types.SimpleNamespace(**vdef)))
+loc = {"self": self, "latents": lat_in.clone(), "torch": torch}
+exec(UNNORM, {"torch": torch}, loc)
+vae = {"latents_mean": vdef["latents_mean"], "latents_std": vdef["latents_std"], "z_dim": vdef["z_dim"],
+       "shape": list(lat_in.shape), "in_bits": bits(lat_in), "out_bits": bits(loc["latents"])}
+
+dump("pipeline.json", {"vae": vae, "latent_channels": 16, "vae_scale_factor_temporal": 4, "vae_scale_factor_spatial": 8,
                        "patch_size": [1, 2, 2], "shapes": shapes, "picks": picks,
                        "cfg": {"cond_bits": bits(cond), "uncond_bits": bits(uncond), "runs": cfg}})
 EOF
@@ -372,7 +400,7 @@ $COMMIT (run from a scratch directory, not stored), Debian python3-torch $TORCH,
 | --- | --- |
 | \`unipc.json\` | UniPCMultistepScheduler (flow_prediction, flow sigmas, bh2, order 2) timesteps and sigmas for flow shifts x step counts; whole multistep runs (predictor + corrector) on closed-form inputs, the sample after every step (float32 bit patterns), including lower_order_final off, disable_corrector and order 3 |
 | \`umt5_test.model\`, \`umt5.json\` | a Unigram model with google/umt5-xxl's id layout (pad 0, eos 1, unk 2, no bos, byte fallback) trained by Debian python3-sentencepiece on diffusers' README and pipeline_wan.py/torch_utils.py; texts through pipeline_wan.py's prompt_clean (regex module, no ftfy) and sentencepiece's encode (ids without eos) |
-| \`pipeline.json\` | WanPipeline: num_frames rounding and latent shapes (81 frames at 832x480 and 1280x720 and others), seeded prepare_latents (sha256 of the float32 tensor), expert and guidance scale at every timestep for boundary ratios 0.875/0.9/none, and the classifier-free guidance combination on fixed inputs |
+| \`pipeline.json\` | AutoencoderKLWan's latents_mean/latents_std and WanPipeline's un-normalisation before decoding on fixed latents; WanPipeline: num_frames rounding and latent shapes (81 frames at 832x480 and 1280x720 and others), seeded prepare_latents (sha256 of the float32 tensor), expert and guidance scale at every timestep for boundary ratios 0.875/0.9/none, and the classifier-free guidance combination on fixed inputs |
 
 Generated data from Apache-2.0 code.
 EOF
