@@ -49,6 +49,7 @@ var serviceRoutes = []struct {
 	{runners.ServiceImage, "/image/generations"},
 	{runners.ServiceAudio, "/audio/transcriptions"},
 	{runners.ServiceCNN, "/cnn/search-image"},
+	{runners.ServiceTextToSpeech, "/audio/speech"},
 }
 
 // mountedServices lists the API families this server mounts, read from its own router.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/mewkiz/flac"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/media/audio"
@@ -102,6 +105,9 @@ func TestFormatsProbe(t *testing.T) {
 				require.Equal(t, tc.codec, p.Streams[0].CodecName)
 				require.Equal(t, tc.rate, p.Streams[0].SampleRate)
 				require.Equal(t, 1, p.Streams[0].Channels)
+				if !streamed && tc.format != PCM { // a whole file says how long it is
+					require.NotContains(t, []string{"", "N/A"}, p.Format.Duration, "%s: ffprobe reports no duration", tc.format)
+				}
 				if p.Format.Duration != "" && p.Format.Duration != "N/A" && !(streamed && tc.format == WAV) {
 					d, err := strconv.ParseFloat(p.Format.Duration, 64)
 					require.NoError(t, err)
@@ -132,6 +138,72 @@ func TestPureGoFormats(t *testing.T) {
 
 	_, err := New(context.Background(), "wma", &buf, Options{Rate: 16000})
 	require.ErrorIs(t, err, ErrUnknownFormat)
+}
+
+// FLAC's STREAMINFO carries the total sample count and the MD5 wherever the stream can be
+// rewritten (a whole file, a seekable writer), and "unknown" (0) when streamed to a plain writer.
+func TestFLACStreamInfo(t *testing.T) {
+	x := tone(20000, 16000)
+	file, err := os.Create(filepath.Join(t.TempDir(), "a.flac"))
+	require.NoError(t, err)
+	defer file.Close()
+	for _, tc := range []struct {
+		name  string
+		write func(t *testing.T) []byte
+		total uint64
+	}{
+		{"whole", func(t *testing.T) []byte {
+			var buf bytes.Buffer
+			require.NoError(t, Encode(context.Background(), FLAC, &buf, x, Options{Rate: 16000}))
+			return buf.Bytes()
+		}, 20000},
+		{"whole resampled", func(t *testing.T) []byte {
+			var buf bytes.Buffer
+			require.NoError(t, Encode(context.Background(), FLAC, &buf, x, Options{Rate: 16000, OutRate: 24000}))
+			return buf.Bytes()
+		}, 30000},
+		{"streamed to a file", func(t *testing.T) []byte {
+			s, err := New(context.Background(), FLAC, file, Options{Rate: 16000})
+			require.NoError(t, err)
+			for i := 0; i < len(x); i += 3000 {
+				require.NoError(t, s.Write(x[i:min(i+3000, len(x))]))
+			}
+			require.NoError(t, s.Close())
+			data, err := os.ReadFile(file.Name())
+			require.NoError(t, err)
+			return data
+		}, 20000},
+		{"streamed to a plain writer", func(t *testing.T) []byte {
+			var buf bytes.Buffer
+			s, err := New(context.Background(), FLAC, &buf, Options{Rate: 16000})
+			require.NoError(t, err)
+			require.NoError(t, s.Write(x))
+			require.NoError(t, s.Close())
+			return buf.Bytes()
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.write(t)
+			stream, err := flac.New(bytes.NewReader(data))
+			require.NoError(t, err)
+			require.Equal(t, tc.total, stream.Info.NSamples)
+			var decoded uint64
+			for {
+				f, err := stream.ParseNext()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				require.NoError(t, err)
+				decoded += uint64(f.Subframes[0].NSamples)
+			}
+			if tc.total > 0 {
+				require.Equal(t, tc.total, decoded, "STREAMINFO's count is the frames' count")
+				require.NotEqual(t, [16]byte{}, stream.Info.MD5sum, "no MD5 in a rewritable stream")
+			} else {
+				require.Equal(t, uint64(20000), decoded)
+			}
+		})
+	}
 }
 
 // Without ffmpeg the ffmpeg formats are refused, naming what is missing, and not listed.

@@ -13,30 +13,86 @@ import (
 const flacBlock = 4096
 
 // flacStream is 16-bit mono FLAC through mewkiz/flac's encoder, one frame per 4096 samples
-// (fixed-predictor analysis on). Streamed, STREAMINFO cannot be rewritten at the end: it says
-// "total samples unknown" and carries no MD5, which FLAC allows.
+// (fixed-predictor analysis on). STREAMINFO's total sample count and MD5 are known only at the
+// end, so where the stream can be rewritten they are: a writer that is an io.WriteSeeker (a
+// file, written from its start) is seeked back on Close, and a whole file (Options.Length > 0,
+// as Encode gives) is built in memory and written out on Close. A stream to a plain writer
+// (an HTTP answer) says "total samples unknown" and carries no MD5, which FLAC allows.
 type flacStream struct {
 	enc     *flac.Encoder
 	rs      *resampler
 	rate    int
 	pending []int32
 	num     uint64
+	// whole, when not nil, holds the file until Close copies it to out.
+	whole *seekBuffer
+	out   io.Writer
 }
 
 func newFLAC(w io.Writer, o Options) (Stream, error) {
 	rate := OutputRate(FLAC, o)
 	info := &meta.StreamInfo{BlockSizeMin: 16, BlockSizeMax: flacBlock, SampleRate: uint32(rate), NChannels: 1, BitsPerSample: 16}
-	enc, err := flac.NewEncoder(nopCloser{w}, info)
+	s := &flacStream{rs: newResampler(o.Rate, o.OutRate), rate: rate, out: w}
+	var dst io.Writer
+	switch ws, seekable := w.(io.WriteSeeker); {
+	case seekable:
+		dst = nopCloseSeeker{ws}
+	case o.Length > 0:
+		s.whole = &seekBuffer{}
+		dst = s.whole
+	default:
+		dst = nopCloser{w}
+	}
+	enc, err := flac.NewEncoder(dst, info)
 	if err != nil {
 		return nil, fmt.Errorf("flac: %w", err)
 	}
-	return &flacStream{enc: enc, rs: newResampler(o.Rate, o.OutRate), rate: rate}, nil
+	s.enc = enc
+	return s, nil
 }
 
 // nopCloser keeps the encoder's Close from closing (or seeking) the caller's writer.
 type nopCloser struct{ w io.Writer }
 
 func (n nopCloser) Write(p []byte) (int, error) { return n.w.Write(p) }
+
+// nopCloseSeeker lets the encoder seek back to rewrite STREAMINFO, but not close the writer.
+type nopCloseSeeker struct{ ws io.WriteSeeker }
+
+func (n nopCloseSeeker) Write(p []byte) (int, error)           { return n.ws.Write(p) }
+func (n nopCloseSeeker) Seek(off int64, wh int) (int64, error) { return n.ws.Seek(off, wh) }
+
+// seekBuffer is an in-memory io.WriteSeeker.
+type seekBuffer struct {
+	buf []byte
+	pos int
+}
+
+func (b *seekBuffer) Write(p []byte) (int, error) {
+	if end := b.pos + len(p); end > len(b.buf) {
+		b.buf = append(b.buf, make([]byte, end-len(b.buf))...)
+	}
+	b.pos += copy(b.buf[b.pos:], p)
+	return len(p), nil
+}
+
+func (b *seekBuffer) Seek(off int64, whence int) (int64, error) {
+	var base int64
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		base = int64(b.pos)
+	case io.SeekEnd:
+		base = int64(len(b.buf))
+	default:
+		return 0, fmt.Errorf("seek: whence %d", whence)
+	}
+	if base+off < 0 {
+		return 0, fmt.Errorf("seek: negative position %d", base+off)
+	}
+	b.pos = int(base + off)
+	return int64(b.pos), nil
+}
 
 func (s *flacStream) Write(x []float32) error {
 	for _, v := range s.rs.apply(x) {
@@ -75,6 +131,11 @@ func (s *flacStream) Close() error {
 	}
 	if err := s.enc.Close(); err != nil {
 		return fmt.Errorf("flac: %w", err)
+	}
+	if s.whole != nil {
+		if _, err := s.out.Write(s.whole.buf); err != nil {
+			return fmt.Errorf("flac: %w", err)
+		}
 	}
 	return nil
 }

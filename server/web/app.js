@@ -11,7 +11,7 @@ const services = (document.querySelector('meta[name="tt-services"]').content || 
   .split(',').map((s) => s.trim()).filter((s) => s && !s.startsWith('{{'));
 
 // Progress of the last transcription, for people and for the browser test.
-window.ttDemo = { services, transcription: null, image: null, classification: null };
+window.ttDemo = { services, transcription: null, image: null, classification: null, speech: null, voices: null };
 
 // ---- API key ----------------------------------------------------------------------------
 const keyInput = $('api-key');
@@ -53,7 +53,7 @@ const seconds = (ms) => (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
 for (const card of document.querySelectorAll('[data-service]')) {
   const on = services.includes(card.dataset.service);
   card.classList.toggle('off', !on);
-  for (const el of card.querySelectorAll('input, textarea, button')) el.disabled = !on;
+  for (const el of card.querySelectorAll('input, textarea, button, select')) el.disabled = !on;
 }
 
 async function refreshStatus() {
@@ -401,5 +401,177 @@ $('cnn-form').addEventListener('submit', async (ev) => {
     window.ttDemo.classification = { state: 'error', error: e.message };
   } finally {
     $('cnn-submit').disabled = false;
+  }
+});
+
+// ---- text to speech -----------------------------------------------------------------------
+const PCM_RATE = 24000; // OpenAI's pcm: 16-bit little-endian mono at 24 kHz
+
+// loadVoices fills the voice picker from GET /v1/audio/voices (with the key) and keeps only
+// the formats this server can encode.
+async function loadVoices() {
+  if (!services.includes('text_to_speech')) return;
+  const sel = $('speech-voice');
+  try {
+    const resp = await fetch('../v1/audio/voices', { headers: authHeaders(), cache: 'no-store' });
+    if (!resp.ok) throw new Error(await errorText(resp));
+    const j = await resp.json();
+    const keep = sel.value;
+    sel.textContent = '';
+    for (const v of j.data) {
+      const opt = document.createElement('option');
+      opt.value = v.id;
+      opt.textContent = v.id + (v.aliases && v.aliases.length ? ` (${v.aliases.join(', ')})` : '') + (v.default ? ' · default' : '');
+      sel.appendChild(opt);
+    }
+    sel.value = j.data.some((v) => v.id === keep) ? keep : j.default;
+    for (const opt of $('speech-format').options) {
+      opt.disabled = Array.isArray(j.formats) && !j.formats.includes(opt.value);
+    }
+    window.ttDemo.voices = { count: j.data.length, default: j.default, formats: j.formats };
+  } catch (e) {
+    setMsg($('speech-msg'), 'voices: ' + e.message, 'error');
+    window.ttDemo.voices = { error: e.message };
+  }
+}
+loadVoices();
+keyInput.addEventListener('change', loadVoices);
+
+const syncSpeechFormat = () => { $('speech-format').disabled = $('speech-stream').checked || !services.includes('text_to_speech'); };
+$('speech-stream').addEventListener('change', syncSpeechFormat);
+syncSpeechFormat();
+
+// PCMPlayer schedules streamed 16-bit PCM on a Web Audio clock, gap-free, as it arrives.
+class PCMPlayer {
+  constructor() {
+    this.ctx = new AudioContext({ sampleRate: PCM_RATE });
+    this.next = 0;
+    this.odd = null; // a byte left over from the last read (a sample split across reads)
+    this.parts = [];
+    this.samples = 0;
+  }
+  push(bytes) {
+    if (this.odd !== null) {
+      const joined = new Uint8Array(bytes.length + 1);
+      joined[0] = this.odd;
+      joined.set(bytes, 1);
+      bytes = joined;
+      this.odd = null;
+    }
+    if (bytes.length % 2) { this.odd = bytes[bytes.length - 1]; bytes = bytes.subarray(0, bytes.length - 1); }
+    if (!bytes.length) return 0;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+    const f = new Float32Array(bytes.length / 2);
+    for (let i = 0; i < f.length; i++) f[i] = view.getInt16(2 * i, true) / 32768;
+    this.parts.push(f);
+    this.samples += f.length;
+    const buf = this.ctx.createBuffer(1, f.length, PCM_RATE);
+    buf.copyToChannel(f, 0);
+    const src = this.ctx.createBufferSource();
+    src.buffer = buf;
+    src.connect(this.ctx.destination);
+    this.next = Math.max(this.next, this.ctx.currentTime + 0.05);
+    src.start(this.next);
+    this.next += buf.duration;
+    return f.length;
+  }
+  wav() {
+    const all = new Float32Array(this.samples);
+    let o = 0;
+    for (const p of this.parts) { all.set(p, o); o += p.length; }
+    return encodeWAV(all, PCM_RATE);
+  }
+  close() { this.ctx.close(); }
+}
+
+let speechPlayer = null;
+$('speech-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const msg = $('speech-msg');
+  const stream = $('speech-stream').checked;
+  const format = stream ? 'pcm' : $('speech-format').value;
+  const body = { model: 'tts-1', input: $('speech-text').value, voice: $('speech-voice').value || 'alloy', response_format: format };
+  const speed = Number($('speech-speed').value);
+  if ($('speech-speed').value !== '' && speed !== 1) body.speed = speed;
+  if (speechPlayer) { speechPlayer.close(); speechPlayer = null; }
+  const audio = $('speech-audio');
+  audio.pause();
+  $('speech-submit').disabled = true;
+  setMsg(msg, 'speaking…', 'busy');
+  const st = { state: 'running', format, stream, chunks: 0, bytes: 0, firstAudioMs: null, doneAt: null, seconds: 0 };
+  window.ttDemo.speech = st;
+  const t0 = performance.now();
+  try {
+    if (stream) speechPlayer = new PCMPlayer(); // made in the click's task, so it may play
+    const resp = await fetch('../v1/audio/speech', {
+      method: 'POST',
+      headers: { ...authHeaders(), 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!resp.ok) throw new Error(await errorText(resp));
+    let blob;
+    if (stream) {
+      const reader = resp.body.getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        st.bytes += value.length;
+        if (speechPlayer.push(value) > 0) {
+          st.chunks++;
+          if (st.firstAudioMs === null) {
+            st.firstAudioMs = Math.round(performance.now() - t0);
+            setMsg(msg, `playing: first audio after ${seconds(st.firstAudioMs)}…`, 'busy');
+          }
+        }
+      }
+      st.seconds = speechPlayer.samples / PCM_RATE;
+      blob = speechPlayer.wav();
+    } else {
+      blob = await resp.blob();
+      st.bytes = blob.size;
+      if (format === 'pcm') { // raw samples: wrapped in a WAV header so that the player takes them
+        const view = new DataView(await blob.arrayBuffer());
+        const f = new Float32Array(Math.floor(view.byteLength / 2));
+        for (let i = 0; i < f.length; i++) f[i] = view.getInt16(2 * i, true) / 32768;
+        blob = encodeWAV(f, PCM_RATE);
+      }
+      st.chunks = 1;
+      st.firstAudioMs = Math.round(performance.now() - t0);
+    }
+    st.doneAt = Math.round(performance.now() - t0);
+    st.contentType = resp.headers.get('Content-Type');
+    const url = URL.createObjectURL(blob);
+    audio.src = url;
+    const ext = format === 'pcm' ? 'wav' : (format === 'opus' ? 'ogg' : format);
+    $('speech-download').href = url;
+    $('speech-download').download = `speech.${ext}`;
+    $('speech-out').hidden = false;
+    // The browser decodes the file: its duration says the audio is whole and playable.
+    await new Promise((resolve, reject) => {
+      audio.onloadedmetadata = resolve;
+      audio.onerror = () => reject(new Error(`the browser cannot play this ${format} (${audio.error ? audio.error.message : 'decode error'})`));
+    });
+    if (audio.duration === Infinity) {
+      // A streamed FLAC or WAV does not say its length up front: seeking to the end makes the
+      // browser find it (and the player's position bar work).
+      await new Promise((resolve) => {
+        audio.ondurationchange = () => { if (Number.isFinite(audio.duration)) resolve(); };
+        audio.currentTime = 1e101;
+      });
+      audio.ondurationchange = null;
+      audio.currentTime = 0;
+    }
+    st.duration = audio.duration;
+    if (!stream) audio.play().catch(() => { /* autoplay may be refused: the controls remain */ });
+    $('speech-caption').textContent = `${st.duration.toFixed(2)} s of ${stream ? 'streamed pcm (saved as WAV)' : format} · ` +
+      `first audio ${seconds(st.firstAudioMs)} · done ${seconds(st.doneAt)}`;
+    setMsg(msg, `done: ${st.duration.toFixed(2)} s of audio in ${seconds(st.doneAt)}`);
+    st.state = 'done';
+  } catch (e) {
+    setMsg(msg, e.message, 'error');
+    st.state = 'error';
+    st.error = e.message;
+  } finally {
+    $('speech-submit').disabled = false;
   }
 });

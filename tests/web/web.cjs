@@ -4,6 +4,7 @@
 //   TT_IMAGE_URL   a server with MODEL_RUNNER=tt-sdxl-trace, e.g. http://127.0.0.1:8123
 //   TT_AUDIO_URL   a server with MODEL_RUNNER=tt-whisper
 //   TT_CNN_URL     a server with MODEL_RUNNER=tt-xla-resnet (also used for /docs)
+//   TT_SPEECH_URL  a server with MODEL_RUNNER=tt-speecht5-tts
 //   TT_WAV, TT_PNG the audio and image files to upload
 //   TT_ARTIFACTS   folder for screenshots
 //   TT_CHROMIUM    the browser (default /usr/bin/chromium)
@@ -14,7 +15,7 @@ const os = require('os');
 const path = require('path');
 const { chromium } = require('playwright-core');
 
-const urls = { image: process.env.TT_IMAGE_URL, audio: process.env.TT_AUDIO_URL, cnn: process.env.TT_CNN_URL };
+const urls = { image: process.env.TT_IMAGE_URL, audio: process.env.TT_AUDIO_URL, cnn: process.env.TT_CNN_URL, speech: process.env.TT_SPEECH_URL };
 const artifacts = process.env.TT_ARTIFACTS;
 const origins = new Set(Object.values(urls).map((u) => new URL(u).origin));
 
@@ -49,8 +50,9 @@ async function main() {
       if (m.type() !== 'error') return;
       const t = m.text();
       if (/Content Security Policy/i.test(t)) seen.csp.push(t);
-      // Failed API calls the test provokes on purpose (401) are logged by chromium as errors.
-      else if (!/status of 401/.test(t)) seen.errors.push(t);
+      // Failed API calls the test provokes on purpose (401, and 400 for a refused speed) are
+      // logged by chromium as errors.
+      else if (!/status of 40[01]/.test(t)) seen.errors.push(t);
     });
     const result = {};
     result.image = await image(page);
@@ -59,6 +61,8 @@ async function main() {
     mark('cnn');
     result.audio = await audio(page);
     mark('audio');
+    result.speech = await speech(page);
+    mark('speech');
     result.docs = await docs(page);
     check(seen.external.length === 0, 'requests to other origins: ' + seen.external.join(', '));
     check(seen.csp.length === 0, 'CSP violations: ' + seen.csp.join(' | '));
@@ -77,7 +81,7 @@ async function openUI(page, want) {
   check(resp.ok(), `GET /ui answered ${resp.status()}`);
   check(page.url() === base + '/ui/', 'the /ui redirect landed on ' + page.url());
   await page.waitForFunction(() => document.getElementById('status').dataset.state === 'ready', null, { timeout: 15000 });
-  for (const svc of ['image', 'audio', 'cnn']) {
+  for (const svc of ['image', 'audio', 'cnn', 'speech']) {
     const off = await page.$eval(`#${svc}`, (el) => el.classList.contains('off'));
     check(off === (svc !== want), `section ${svc} is ${off ? 'off' : 'on'} on a ${want} server`);
   }
@@ -179,6 +183,70 @@ async function cnn(page) {
   const shot = path.join(artifacts, 'ui-cnn.png');
   await page.screenshot({ path: shot, fullPage: true });
   return { top1, bars, screenshot: shot };
+}
+
+// speakOnce presses Speak and waits for the panel's answer.
+async function speakOnce(page) {
+  await page.evaluate(() => { window.ttDemo.speech = null; });
+  await page.click('#speech-submit');
+  await page.waitForFunction(() => window.ttDemo.speech !== null, null, { timeout: 5000 });
+  await page.waitForFunction(() => window.ttDemo.speech && window.ttDemo.speech.state !== 'running', null, { timeout: 60000, polling: 20 });
+  return page.evaluate(() => window.ttDemo.speech);
+}
+
+async function speech(page) {
+  await openUI(page, 'speech');
+  // The voice picker is filled from GET /v1/audio/voices, the default speaker selected.
+  await page.waitForFunction(() => window.ttDemo.voices !== null, null, { timeout: 15000 });
+  const voices = await page.evaluate(() => window.ttDemo.voices);
+  check(!voices.error && voices.count >= 2, 'voices: ' + JSON.stringify(voices));
+  const options = await page.$$eval('#speech-voice option', (els) => els.map((e) => e.value));
+  check(options.length === voices.count, `${options.length} voices in the picker, the server lists ${voices.count}`);
+  check(await page.inputValue('#speech-voice') === voices.default, 'the default voice is not selected');
+  const voice = options.find((v) => v !== voices.default);
+  await page.selectOption('#speech-voice', voice);
+  await page.fill('#speech-text', 'Hello from Tenstorrent. This sentence is spoken by SpeechT5, and the first words play ' +
+    'while the rest is still being made. A third sentence makes the text long enough for several chunks.');
+
+  // Streamed: PCM chunks are scheduled on Web Audio as they come, before the answer ends.
+  await page.check('#speech-stream');
+  check(await page.isDisabled('#speech-format'), 'the format picker is enabled while streaming raw PCM');
+  const streamed = await speakOnce(page);
+  check(streamed.state === 'done', 'streamed speech: ' + JSON.stringify(streamed));
+  check(streamed.chunks >= 2, `streamed speech came in ${streamed.chunks} piece(s)`);
+  check(streamed.firstAudioMs < streamed.doneAt - 150, `first audio at ${streamed.firstAudioMs} ms, done at ${streamed.doneAt} ms: not streamed`);
+  // The streamed samples, saved as WAV, play in the browser with the streamed length.
+  check(streamed.duration > 3 && Math.abs(streamed.duration - streamed.seconds) < 0.01 &&
+    Math.abs(streamed.seconds - streamed.bytes / 2 / 24000) < 0.001, 'streamed duration ' + JSON.stringify(streamed));
+  const midShot = path.join(artifacts, 'ui-speech-stream.png');
+  await page.locator('#speech').screenshot({ path: midShot });
+
+  // Whole files: the browser decodes each format it can play to the same length.
+  await page.uncheck('#speech-stream');
+  const files = {};
+  for (const format of ['mp3', 'wav', 'flac', 'opus', 'pcm']) {
+    await page.selectOption('#speech-format', format);
+    const st = await speakOnce(page);
+    check(st.state === 'done', `${format}: ` + JSON.stringify(st));
+    // A streamed FLAC has no length in STREAMINFO: chromium's, found by seeking to the end, is
+    // the start of the last frame, up to one 4096-sample block (0.256 s at 16 kHz) short.
+    const slack = format === 'flac' ? 0.26 : 0.15;
+    check(Math.abs(st.duration - streamed.duration) < slack, `${format} lasts ${st.duration} s, the stream ${streamed.duration} s`);
+    files[format] = { duration: st.duration, bytes: st.bytes, contentType: st.contentType };
+  }
+  const shot = path.join(artifacts, 'ui-speech.png');
+  await page.screenshot({ path: shot, fullPage: true });
+
+  // A refused field is shown with the server's message naming it (the browser's own range
+  // check is switched off so that the request reaches the server).
+  await page.$eval('#speech-form', (f) => { f.noValidate = true; });
+  await page.fill('#speech-speed', '9');
+  const bad = await speakOnce(page);
+  check(bad.state === 'error' && /HTTP 400/.test(bad.error) && /speed/.test(bad.error), 'speed 9: ' + JSON.stringify(bad));
+  const msg = await page.textContent('#speech-msg');
+  check(/speed/.test(msg), 'the refusal is not shown: ' + msg);
+  await page.fill('#speech-speed', '1');
+  return { voices: voices.count, voice, streamed, files, refused: bad.error, screenshot: shot, midScreenshot: midShot };
 }
 
 async function docs(page) {

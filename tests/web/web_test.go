@@ -248,10 +248,13 @@ func testPNG(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-// TestBrowser drives the pages of three servers, one per model family, in one chromium
+// TestBrowser drives the pages of four servers, one per model family, in one chromium
 // session: on the image server the demo generates an image and shows it; on the
 // classification server it classifies a PNG; on the Whisper server it transcribes a WAV file
-// with the text streaming in, as NDJSON and as SSE; /docs renders the spec. Each page shows
+// with the text streaming in, as NDJSON and as SSE; on the SpeechT5 server the speak panel
+// fills its voice picker from /v1/audio/voices, plays streamed PCM through Web Audio as it
+// comes, plays whole mp3, wav, flac, opus and pcm answers of the same length, and shows a refused
+// speed; /docs renders the spec. Each page shows
 // only its family's section, and nothing is requested from another origin.
 func TestBrowser(t *testing.T) {
 	skipIfMissing(t)
@@ -263,8 +266,10 @@ func TestBrowser(t *testing.T) {
 	// 6.3 s of audio at 0.4 s per second: the words stream over about 2.5 s.
 	audioURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-whisper", "MOCK_AUDIO_SECONDS_PER_SECOND": "0.4"})
 	cnnURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-xla-resnet"})
+	// 10 ms per decoder step (32 ms of audio): the text's chunks stream over about 2 s.
+	speechURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-speecht5-tts", "MOCK_TTS_STEP_SECONDS": "0.01"})
 
-	res := browse(t, "TT_IMAGE_URL="+imageURL, "TT_AUDIO_URL="+audioURL, "TT_CNN_URL="+cnnURL, "TT_WAV="+wav, "TT_PNG="+pngPath)
+	res := browse(t, "TT_IMAGE_URL="+imageURL, "TT_AUDIO_URL="+audioURL, "TT_CNN_URL="+cnnURL, "TT_SPEECH_URL="+speechURL, "TT_WAV="+wav, "TT_PNG="+pngPath)
 
 	img := res["image"].(map[string]any)
 	shown := img["image"].(map[string]any)
@@ -287,6 +292,22 @@ func TestBrowser(t *testing.T) {
 		requirePNG(t, r["midScreenshot"])
 	}
 	require.GreaterOrEqual(t, audio["ndjson"].(map[string]any)["segments"].(float64), 2.0)
+
+	speech := res["speech"].(map[string]any)
+	streamed := speech["streamed"].(map[string]any)
+	require.GreaterOrEqual(t, streamed["chunks"].(float64), 2.0)
+	require.Less(t, streamed["firstAudioMs"].(float64), streamed["doneAt"].(float64)-150, "speech: not streamed")
+	for _, f := range []string{"mp3", "wav", "flac", "opus", "pcm"} {
+		file := speech["files"].(map[string]any)[f].(map[string]any)
+		slack := 0.15
+		if f == "flac" { // chromium's estimate for a streamed FLAC: up to one block short (web.cjs)
+			slack = 0.26
+		}
+		require.InDelta(t, streamed["duration"].(float64), file["duration"].(float64), slack, f)
+	}
+	require.Contains(t, speech["refused"], "speed")
+	requirePNG(t, speech["screenshot"])
+	requirePNG(t, speech["midScreenshot"])
 
 	requirePNG(t, res["docs"].(map[string]any)["screenshot"])
 }
