@@ -81,13 +81,14 @@ func (s *Server) videoRoutes(r *gin.Engine, authed gin.HandlerFunc) {
 		r.GET(base+"/generations/:id/download", h(s.handleVideoDownload)...)
 		r.POST(base+"/generations/:id/cancel", h(s.handleVideoCancel)...)
 	}
-	oa := s.rateLimit(dialectOpenAI)
-	r.POST("/v1/videos", authed, oa, s.limitBody(maxVideoBody, dialectOpenAI), s.handleOpenAIVideoCreate)
-	r.GET("/v1/videos", authed, s.handleOpenAIVideoList)
-	r.GET("/v1/videos/:id", authed, s.handleOpenAIVideoGet)
-	r.GET("/v1/videos/:id/content", authed, s.handleOpenAIVideoContent)
-	r.DELETE("/v1/videos/:id", authed, s.handleOpenAIVideoDelete)
-	r.POST("/v1/videos/:id/:verb", authed, s.handleOpenAIVideoVerb)
+	// OpenAI's routes answer a missing or wrong key in OpenAI's envelope (invalid_api_key).
+	oa, oaAuth := s.rateLimit(dialectOpenAI), s.openaiAuth()
+	r.POST("/v1/videos", oaAuth, oa, s.limitBody(maxVideoBody, dialectOpenAI), s.handleOpenAIVideoCreate)
+	r.GET("/v1/videos", oaAuth, s.handleOpenAIVideoList)
+	r.GET("/v1/videos/:id", oaAuth, s.handleOpenAIVideoGet)
+	r.GET("/v1/videos/:id/content", oaAuth, s.handleOpenAIVideoContent)
+	r.DELETE("/v1/videos/:id", oaAuth, s.handleOpenAIVideoDelete)
+	r.POST("/v1/videos/:id/:verb", oaAuth, s.handleOpenAIVideoVerb)
 }
 
 func maxVideoUploadBody(s *Server) int64 { return s.cfg.Video.MaxImageBytes + 1<<20 }

@@ -149,7 +149,8 @@ func (s *Server) handleOpenAIVideoCreate(c *gin.Context) {
 			}
 		}
 	default:
-		s.fail(c, d, &apiError{status: http.StatusUnsupportedMediaType, msg: "Content-Type must be application/json or multipart/form-data, got " + ct})
+		// OpenAI answers an unreadable body 400 (the SDKs' BadRequestError), not 415.
+		s.fail(c, d, invalidParam("", "Content-Type must be application/json or multipart/form-data, got %q", ct))
 		return
 	}
 	in.prompt, model, in.seconds, in.size = fields["prompt"], fields["model"], fields["seconds"], fields["size"]
