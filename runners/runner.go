@@ -299,9 +299,34 @@ type Classification struct {
 	Probability float64
 }
 
-// CNNResult is the ranked classes of one image, best first (at least the top-1 class).
+// CNNResult is one image's answer: the ranked classes, best first (at least the top-1 class,
+// except for a detector, whose Detections may be empty); a detector's boxes; a segmenter's
+// mask. Which of them a model fills, and how its route writes them, is the catalogue's
+// CNNPolicy.Output.
 type CNNResult struct {
 	Top []Classification
+	// Detections are a detector's boxes, best score first.
+	Detections []Detection
+	// Mask is a segmenter's per-pixel classes.
+	Mask *Mask
+}
+
+// Detection is one detected object: its class, score in [0,1] and box (x1, y1, x2, y2), in
+// the coordinates the model reports (YOLOv4: fractions of the image; YOLOX: pixels of the
+// original image).
+type Detection struct {
+	Label string
+	Index int
+	Score float64
+	Box   [4]float64
+}
+
+// Mask is a segmentation mask: Width × Height class indices, row by row; Labels names each
+// class index.
+type Mask struct {
+	Width, Height int
+	Class         []uint8
+	Labels        []string
 }
 
 // Cost of an image job for the scheduler's wait predictions: the denoising steps it will run

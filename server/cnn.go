@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // maxImagePixels refuses decompression bombs before their pixels are decoded.
@@ -137,6 +138,12 @@ func (s *Server) handleCNN(c *gin.Context, in *request) {
 		s.fail(c, dialectPython, err)
 		return
 	}
+	pool := s.pool(runners.ServiceCNN)
+	m, _ := catalogue.Resolve(pool.Runner, catalogue.ServiceCNN)
+	if err := checkCNNFields(m.CNN.Output, up); err != nil {
+		s.fail(c, dialectPython, err)
+		return
+	}
 	opts := imaging.DecodeOptions{MaxPixels: maxImagePixels}
 	if s.cfg.CNNFastPreprocess {
 		// Fast mode: a JPEG is decoded at the smallest DCT scale that keeps the shorter side at
@@ -166,17 +173,22 @@ func (s *Server) handleCNN(c *gin.Context, in *request) {
 		s.fail(c, dialectPython, err)
 		return
 	}
-	v, err := s.pool(runners.ServiceCNN).Sched.Submit(c.Request.Context(), &runners.CNNRequest{Image: img, TopK: up.topK, MinConfidence: up.minConfidence}, nil)
+	v, err := pool.Sched.Submit(c.Request.Context(), &runners.CNNRequest{Image: img, TopK: up.topK, MinConfidence: up.minConfidence}, nil)
 	if err != nil {
 		s.fail(c, dialectPython, err)
 		return
 	}
 	res, ok := runners.ResultAs[*runners.CNNResult](v)
-	if !ok || len(res.Top) == 0 {
+	if !ok {
 		s.fail(c, dialectPython, fmt.Errorf("runner returned %T instead of a classification", v))
 		return
 	}
-	writeJSON(c, http.StatusOK, gin.H{"image_data": []any{cnnItem(res, up.responseFormat)}, "status": "success"})
+	item, err := cnnAnswer(m.CNN.Output, res, up)
+	if err != nil {
+		s.fail(c, dialectPython, err)
+		return
+	}
+	writeJSON(c, http.StatusOK, gin.H{"image_data": []any{item}, "status": "success"})
 }
 
 // percent formats a probability in [0,1] as the Python server's "xx.xxxx%" (×100, which its

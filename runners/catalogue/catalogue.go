@@ -135,11 +135,21 @@ type ImagePolicy struct {
 // CNNOutput is what a CNN model answers.
 type CNNOutput int
 
-// The CNN outputs: ImageNet class labels, a segmentation mask, detection boxes.
+// The CNN outputs, each written as HEAD's runner for the model formats it (docs/API.md):
 const (
+	// OutputLabels: ranked class labels, HEAD's ForgeRunner ImageClassificationResult
+	// {top1_class_label, top1_class_probability, output{labels, probabilities, indices}}.
 	OutputLabels CNNOutput = iota
+	// OutputMask: a per-pixel class mask (UNet), in the same envelope with output.mask and
+	// output.mask_shape; HEAD's ForgeUnetRunner has no answer of its own (its loader's
+	// output_postprocess takes no top_k, so every request fails there).
 	OutputMask
+	// OutputBoxes: YOLOv4's detections, HEAD's TTYolov4Runner._format_detections: a list of
+	// {bbox{x1,y1,x2,y2} (fractions of the image), confidence, class_id, class_name}.
 	OutputBoxes
+	// OutputLabelBoxes: a Forge detector's (YOLOX) ImageClassificationResult, whose output
+	// also carries boxes ([x1,y1,x2,y2] in pixels of the original image) and numeric scores.
+	OutputLabelBoxes
 )
 
 // CNNPolicy is a CNN model's input size and answer.

@@ -10,6 +10,14 @@ const (
 	// served in mock-device mode by the ResNet-50 programs' twin.
 	RunnerEfficientNet = "tt-xla-efficientnet"
 	RunnerViT          = "tt-xla-vit"
+	// RunnerSegFormer is HEAD's ForgeSegformerRunner, whose loader (tt-forge-models at HEAD's
+	// FORGE_MODELS_SHA) is SegformerForImageClassification (nvidia/mit-b0): an ImageNet
+	// classifier answering labels, not masks.
+	RunnerSegFormer = "tt-xla-segformer"
+	// RunnerUNet is HEAD's ForgeUnetRunner (U-Net, Cityscapes' 19 classes): a mask.
+	RunnerUNet = "tt-xla-unet"
+	// RunnerYOLOXNano is HEAD's ForgeYoloxNanoRunner: COCO detections as labels with boxes.
+	RunnerYOLOXNano = "tt-xla-yolox-nano"
 )
 
 // resnetBatch is the unscaled simulator latency of one resnet50 batch (its manifest's).
@@ -18,10 +26,12 @@ const resnetBatch = 3.404e-3
 // forge is HEAD's tt-xla (Forge) CNN runner module.
 const forge = "tt_model_runners.forge_runners.runners."
 
-// cnnPresets are the cells of HEAD's Forge CNN runners: n150 and n300, MAX_BATCH_SIZE left alone.
+// cnnPresets are the cells of HEAD's Forge CNN runners: n150 and n300, MAX_BATCH_SIZE left
+// alone; HEAD's last word on them (its loop over the Forge runners in config/constants.py)
+// gives both one chip, DEVICE_IDS "(0)".
 var cnnPresets = map[string]Preset{
 	DeviceN150: {one, false, deviceIDs1, 0},
-	DeviceN300: {one, false, deviceIDs2, 0},
+	DeviceN300: {one, false, deviceIDs1, 0},
 }
 
 // cnn is a CNN model simulated by the ResNet-50 programs.
@@ -36,8 +46,14 @@ func cnn(name, canonical, class string, presets map[string]Preset) Model {
 	return m
 }
 
+// withOutput sets a CNN model's answer.
+func withOutput(m Model, out CNNOutput) Model {
+	m.CNN.Output = out
+	return m
+}
+
 var cnnModels = []Model{
-	cnn(RunnerYOLOv4, "yolov4", "tt_model_runners.yolov4_runner.TTYolov4Runner", nil),
+	withOutput(cnn(RunnerYOLOv4, "yolov4", "tt_model_runners.yolov4_runner.TTYolov4Runner", nil), OutputBoxes),
 	func() Model {
 		m := cnn(RunnerResNet, "microsoft/resnet-50", forge+"ForgeResnetRunner", cnnPresets)
 		m.Default, m.GoPipeline = true, true
@@ -47,4 +63,13 @@ var cnnModels = []Model{
 	cnn(RunnerMobileNetV2, "mobilenetv2", forge+"ForgeMobilenetv2Runner", cnnPresets),
 	cnn(RunnerEfficientNet, "efficientnet", forge+"ForgeEfficientnetRunner", cnnPresets),
 	cnn(RunnerViT, "vit", forge+"ForgeVitRunner", cnnPresets),
+	cnn(RunnerSegFormer, "segformer", forge+"ForgeSegformerRunner", cnnPresets),
+	withOutput(cnn(RunnerUNet, "unet", forge+"ForgeUnetRunner", cnnPresets), OutputMask),
+	func() Model {
+		// HEAD's YOLOX-Nano cells: n150 (and p150, a device this server does not preset).
+		m := withOutput(cnn(RunnerYOLOXNano, "yolox_nano", forge+"ForgeYoloxNanoRunner",
+			map[string]Preset{DeviceN150: {one, false, deviceIDs1, 0}}), OutputLabelBoxes)
+		m.ModelNames = []ModelName{{"yolox_nano", "Megvii-BaseDetection/YOLOX-Nano"}}
+		return m
+	}(),
 }

@@ -6,6 +6,7 @@ package families
 
 import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/cnnsim"
 	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
 	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
 	speecht5runner "github.com/tenstorrent/tt-media-server-go/runners/speecht5/runner"
@@ -19,6 +20,7 @@ func NewRegistry() *runners.Registry {
 	diffusionrunner.Register(reg)
 	whisperrunner.Register(reg)
 	resnet.Register(reg)
+	cnnsim.Register(reg)
 	speecht5runner.Register(reg)
 	wan.Register(reg)
 	return reg

@@ -38,6 +38,9 @@ func TestRegister(t *testing.T) {
 		{catalogue.RunnerSpeechT5, runners.ServiceTextToSpeech, &runners.SpeechRequest{Text: "Hi."}, &runners.SpeechResult{}},
 		{catalogue.RunnerEfficientNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 		{catalogue.RunnerViT, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerSegFormer, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerUNet, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
+		{catalogue.RunnerYOLOXNano, runners.ServiceCNN, &runners.CNNRequest{Image: solid(8, 8, 10, 20, 30)}, &runners.CNNResult{}},
 	}
 	// HEAD's tt-dit and Z-Image runners: the simulated twin in mock-device mode.
 	for _, name := range []string{catalogue.RunnerFlux1Dev, catalogue.RunnerFlux1Schnell, catalogue.RunnerMotifImage6B,

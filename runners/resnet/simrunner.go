@@ -13,7 +13,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
-// The CNN runners (ResNet-50, VoVNet, MobileNetV2, YOLOv4 names) are the real ResNet-50 host
+// The CNN runners (ResNet-50, and the VoVNet, MobileNetV2, EfficientNet, ViT, SegFormer names) are the real ResNet-50 host
 // pipeline of runners/resnet — torchvision preprocessing, bf16 device batches of 16 filled
 // across requests and padded, softmax top-k with the ImageNet labels — on a simulated device:
 // the C simulator's resnet50 program through ttnn (SimDevice) — in a worker process
@@ -139,7 +139,7 @@ func SimFactory(model string) runners.Factory {
 }
 
 // Register attaches the catalogue's label-answering CNN models to reg: ResNet-50, and the
-// VoVNet, MobileNetV2, EfficientNet, ViT and YOLOv4 names, which run the ResNet-50 pipeline too. With DEVICE_BACKEND=metal (a `ttnn` build) the
+// VoVNet, MobileNetV2, EfficientNet, ViT and SegFormer names, which run the ResNet-50 pipeline too. With DEVICE_BACKEND=metal (a `ttnn` build) the
 // factory runs it on MetalDevice (resnet50.ttnn from MODEL_WEIGHTS_PATH, checked against its
 // declaration); otherwise on the simulator, so the factory and the simulated fallback are the same.
 func Register(reg *runners.Registry) {

@@ -217,7 +217,7 @@ func TestCNNErrorsLatencyAndLifecycle(t *testing.T) {
 	require.ErrorIs(t, got[0].Err, ErrClosed)
 }
 
-// TestCNNFactory: the registry's CNN entries build the ResNet-50 pipeline at the device batch
+// TestCNNFactory: the registry's label-answering CNN entries build the ResNet-50 pipeline at the device batch
 // of 16, on the Go twin in process and on the simulator in a worker process.
 func TestCNNFactory(t *testing.T) {
 	reg := runners.NewRegistry()
@@ -229,7 +229,7 @@ func TestCNNFactory(t *testing.T) {
 		}
 		return s
 	}
-	for _, name := range []string{catalogue.RunnerResNet, catalogue.RunnerVoVNet, catalogue.RunnerMobileNetV2, catalogue.RunnerYOLOv4} {
+	for _, name := range []string{catalogue.RunnerResNet, catalogue.RunnerVoVNet, catalogue.RunnerMobileNetV2, catalogue.RunnerEfficientNet, catalogue.RunnerViT, catalogue.RunnerSegFormer} {
 		r, err := reg.New(name, runners.WorkerSpec{Settings: &config.Settings{}})
 		require.NoError(t, err)
 		c, ok := r.(*cnnRunner)
