@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 )
 
@@ -37,6 +38,21 @@ type AuthConfig struct {
 	JWTRequireExp bool
 	JWTIssuer     string
 	JWTAudience   string
+}
+
+// authConfigOf is the one place the accepted credentials are derived from the settings:
+// API_KEY as "api_key" plus API_KEYS / API_KEYS_FILE (config.Settings.APIKeys), ADMIN_API_KEY,
+// JWT_SECRET, the parsed JWT_PUBLIC_KEY_FILE and the JWT claims checks.
+func authConfigOf(s *config.Settings) AuthConfig {
+	keys := s.APIKeys
+	if keys == nil { // settings built by hand (tests): API_KEY alone
+		keys = map[string]string{"api_key": s.APIKey}
+	}
+	return AuthConfig{
+		Keys: keys, AdminKey: s.AdminAPIKey, JWTSecret: s.JWTSecret,
+		JWTPublicKey: s.JWTPublicKey, JWTRequireExp: s.JWTRequireExp,
+		JWTIssuer: s.JWTIssuer, JWTAudience: s.JWTAudience,
+	}
 }
 
 // authenticator checks "Authorization: Bearer <credential>": a named API key, compared in

@@ -153,20 +153,12 @@ func New(d Deps) *Server {
 	for i := range s.pools {
 		s.byName[s.pools[i].Service] = &s.pools[i]
 	}
-	keys := d.Settings.APIKeys
-	if keys == nil { // settings built by hand (tests): API_KEY alone
-		keys = map[string]string{"api_key": d.Settings.APIKey}
-	}
-	auth, err := newAuthenticator(AuthConfig{
-		Keys: keys, AdminKey: d.Settings.AdminAPIKey, JWTSecret: d.Settings.JWTSecret,
-		JWTPublicKey: d.Settings.JWTPublicKey, JWTRequireExp: d.Settings.JWTRequireExp,
-		JWTIssuer: d.Settings.JWTIssuer, JWTAudience: d.Settings.JWTAudience,
-	})
+	ac := authConfigOf(d.Settings)
+	auth, err := newAuthenticator(ac)
 	if err != nil { // config validates the key type; keep serving API keys and HS256 regardless
 		log.Error("JWT public key ignored", "err", err)
-		auth, _ = newAuthenticator(AuthConfig{Keys: keys, AdminKey: d.Settings.AdminAPIKey,
-			JWTSecret: d.Settings.JWTSecret, JWTRequireExp: d.Settings.JWTRequireExp,
-			JWTIssuer: d.Settings.JWTIssuer, JWTAudience: d.Settings.JWTAudience})
+		ac.JWTPublicKey = nil
+		auth, _ = newAuthenticator(ac)
 	}
 	s.auth = auth
 	if s.pool(runners.ServiceVideo) != nil && d.Video != nil {

@@ -130,40 +130,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			service = runners.Service(p.Service)
 		}
 		runner := p.Runner
-		timeout := settings.InferenceTimeout
-		if service == runners.ServiceVideo {
-			timeout = settings.Video.JobTimeout // a video job runs minutes to hours (0: no limit)
+		sc := schedulerConfig(settings, p, service)
+		sc.Canary.Probe = func(deep bool) (runners.Request, func(runners.Result) error) {
+			return runners.ProbeRequest(runner, service, deep)
 		}
-		sched := scheduler.New(scheduler.Config{
-			Groups:         p.Groups,
-			QueueSize:      settings.MaxQueueSize,
-			MaxBatchSize:   settings.MaxBatchSize,
-			MaxBatchDelay:  settings.MaxBatchDelay,
-			PerClientCap:   settings.MaxQueuePerClient,
-			ClientWeights:  settings.ClientWeights,
-			StartDelay:     settings.NewDeviceDelay,
-			Timeout:        timeout,
-			MaxRestarts:    settings.MaxWorkerRestarts,
-			RestartDelay:   settings.ResetDeviceSleep,
-			CheckInterval:  settings.WorkerCheckInterval,
-			CanaryInterval: settings.CanaryInterval,
-			Canary: scheduler.CanaryConfig{
-				CanarySettings: settings.Canary,
-				Probe: func(deep bool) (runners.Request, func(runners.Result) error) {
-					return runners.ProbeRequest(runner, service, deep)
-				},
-				OnState: func(state string) { m.CanaryState(runner, state, scheduler.CanaryStates) },
-				OnProbe: func(depth string, ok bool, latency time.Duration) { m.CanaryProbe(runner, depth, ok, latency) },
-			},
-			Reset:  resetDevices(settings, py != nil, log),
-			Logger: log.With("model", runner),
-			OnJobDone: func(worker string, wait, device time.Duration, outcome string) {
-				m.JobDone(runner, worker, wait, device, outcome)
-			},
-			OnCancelFreed: func(worker string, stepsAfter int, after time.Duration) {
-				m.CancelFreed(runner, worker, stepsAfter, after)
-			},
-		}, newRunnerFactory(settings, runner, reg, log, py, parent))
+		sc.Canary.OnState = func(state string) { m.CanaryState(runner, state, scheduler.CanaryStates) }
+		sc.Canary.OnProbe = func(depth string, ok bool, latency time.Duration) { m.CanaryProbe(runner, depth, ok, latency) }
+		sc.Reset = resetDevices(settings, py != nil, log)
+		sc.Logger = log.With("model", runner)
+		sc.OnJobDone = func(worker string, wait, device time.Duration, outcome string) {
+			m.JobDone(runner, worker, wait, device, outcome)
+		}
+		sc.OnCancelFreed = func(worker string, stepsAfter int, after time.Duration) {
+			m.CancelFreed(runner, worker, stepsAfter, after)
+		}
+		sched := scheduler.New(sc, newRunnerFactory(settings, runner, reg, log, py, parent))
 		m.AddSource(runner, sched)
 		pools = append(pools, server.Pool{Service: service, Runner: runner, Sched: sched})
 		scheds = append(scheds, sched)
@@ -285,4 +266,31 @@ func newLogger(s *config.Settings, stderr io.Writer) (*slog.Logger, func(), erro
 		return slog.New(slog.NewJSONHandler(w, opts)), closeFn, nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), closeFn, nil
+}
+
+// schedulerConfig is the one place a pool's scheduler settings are derived from the settings:
+// its device groups, the queue and batching limits, the per-client share, the worker restart
+// and canary rules, and the job timeout (DEFAULT_INFERENCE_TIMEOUT_SECONDS; a video pool's
+// VIDEO_JOB_TIMEOUT_SECONDS, as a video job runs minutes to hours). The caller adds the
+// wiring: the canary's probe and metrics, the device reset, the logger and the job metrics.
+func schedulerConfig(s *config.Settings, p config.Pool, service runners.Service) scheduler.Config {
+	timeout := s.InferenceTimeout
+	if service == runners.ServiceVideo {
+		timeout = s.Video.JobTimeout // 0: no limit
+	}
+	return scheduler.Config{
+		Groups:         p.Groups,
+		QueueSize:      s.MaxQueueSize,
+		MaxBatchSize:   s.MaxBatchSize,
+		MaxBatchDelay:  s.MaxBatchDelay,
+		PerClientCap:   s.MaxQueuePerClient,
+		ClientWeights:  s.ClientWeights,
+		StartDelay:     s.NewDeviceDelay,
+		Timeout:        timeout,
+		MaxRestarts:    s.MaxWorkerRestarts,
+		RestartDelay:   s.ResetDeviceSleep,
+		CheckInterval:  s.WorkerCheckInterval,
+		CanaryInterval: s.CanaryInterval,
+		Canary:         scheduler.CanaryConfig{CanarySettings: s.Canary},
+	}
 }
