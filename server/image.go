@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
@@ -269,33 +265,6 @@ func (r *imageRequest) encoder() func(image.Image) ([]byte, error) {
 	return func(img image.Image) ([]byte, error) { return imaging.EncodeJPEG(img, q) }
 }
 
-// handleImage serves POST /image/generations: {"images": [base64 JPEG, ...]}.
-func (s *Server) handleImage(c *gin.Context, in *request) {
-	req, err := parseImageRequest(in.data, imageDefaults{steps: s.cfg.NumInferenceSteps,
-		runner: s.pool(runners.ServiceImage).Runner, format: s.cfg.ImageReturnFormat, quality: s.cfg.ImageQuality})
-	if err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	if req.Timesteps != nil && req.Sigmas != nil {
-		s.fail(c, dialectPython, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
-		return
-	}
-	if err := s.refuseUnusedFields(&req.ImageRequest); err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	if err := s.refuseUnguided(&req.ImageRequest); err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	if err := s.resolveLoRA(c.Request.Context(), &req.ImageRequest); err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	s.answerPythonImages(c, req, true)
-}
-
 // refuseUnusedFields refuses the fields the image model has no use for (the catalogue's
 // Unused, e.g. SD3.5's pipeline has no guidance rescale and no SDXL micro-conditioning), rather
 // than accept and ignore them: a value other than the default is a 400 naming it. Served by
@@ -374,38 +343,6 @@ func (s *Server) headImageRunner() bool {
 		}
 	}
 	return false
-}
-
-// answerPythonImages generates the request's images and answers HEAD's {"images",
-// "generation_time"} (timed: /generations) or {"images"} (HEAD's /image-to-image and /edits
-// send no time), or its error in the {"detail"} envelope.
-func (s *Server) answerPythonImages(c *gin.Context, req *imageRequest, timed bool) {
-	start := time.Now()
-	images, err := s.generateWith(c.Request.Context(), req, req.encoder())
-	if err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	if s.metrics != nil {
-		s.metrics.Images(s.pool(runners.ServiceImage).Runner, len(images), req.NumInferenceSteps)
-	}
-	if !timed {
-		writeJSON(c, http.StatusOK, imageInputResponse{Images: images})
-		return
-	}
-	writeJSON(c, http.StatusOK, imageGenerateResponse{Images: images, GenerationTime: math.Round(time.Since(start).Seconds()*100) / 100})
-}
-
-// imageGenerateResponse is HEAD's /generations answer: the images and the seconds they took
-// (rounded to 2 decimals, as Python's round(t, 2)).
-type imageGenerateResponse struct {
-	Images         []string `json:"images"`
-	GenerationTime float64  `json:"generation_time"`
-}
-
-// imageInputResponse is HEAD's /image-to-image and /edits answer: the images only.
-type imageInputResponse struct {
-	Images []string `json:"images"`
 }
 
 // generateWith fans number_of_images out to parallel single-image jobs (seed+i when a seed is

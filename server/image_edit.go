@@ -18,8 +18,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
@@ -107,81 +105,49 @@ func decodeMask(field string, data []byte, img image.Image, alphaMarks bool) (*i
 	return g, nil
 }
 
-// handleImageInput serves HEAD's image-to-image and edits requests (JSON): the
+// readPythonImageInput reads HEAD's image-to-image and edits requests (JSON): the
 // ImageGenerateRequest fields plus image (base64, required), strength (0-1, default 0.6) and,
 // for inpainting, mask (base64, required for tt-sdxl-edit; white = repaint).
-func (s *Server) handleImageInput(route imageInputRoute) handlerFunc {
-	return func(c *gin.Context, in *request) {
-		b, err := in.jsonBody()
-		if err != nil {
-			s.fail(c, dialectPython, err)
-			return
-		}
-		runner := s.pool(runners.ServiceImage).Runner
-		req := parseImageFields(b, imageDefaults{steps: s.cfg.NumInferenceSteps, runner: runner,
-			format: s.cfg.ImageReturnFormat, quality: s.cfg.ImageQuality})
-		imgB64, hasImg := b.str("image", true)
-		maskB64, hasMask := b.str("mask", false)
-		if route.edit && !hasMask {
-			if _, present := b.value("mask"); !present {
-				b.add("value_error", []any{"mask"}, "Value error, mask is required for "+runner, nil, map[string]any{"error": map[string]any{}})
-			}
-		}
-		if !route.edit && hasMask {
-			b.add("extra_forbidden", []any{"mask"}, "mask is for inpainting (MODEL_RUNNER="+catalogue.RunnerSDXLEdit+"); this server runs "+runner, shorten(maskB64), nil)
-		}
-		req.Strength = defaultStrength
-		if v := b.float("strength", false); v != nil && b.rangeCheck("strength", *v, 0, 1, true, rawInput(b, "strength")) {
-			req.Strength = *v
-		}
-		b.forbidExtra(imageGenerateFields, imageInputFields)
-		if err := b.err(); err != nil {
-			s.fail(c, dialectPython, err)
-			return
-		}
-		if err := req.checkLoRAFields(); err != nil {
-			s.fail(c, dialectPython, err)
-			return
-		}
-		if err := s.refuseUnguided(&req.ImageRequest); err != nil {
-			s.fail(c, dialectPython, err)
-			return
-		}
-		if req.Timesteps != nil && req.Sigmas != nil {
-			s.fail(c, dialectPython, httpErr(http.StatusBadRequest, "Cannot pass both timesteps and sigmas. Choose one."))
-			return
-		}
-		release, err := s.imageInputs(c.Request.Context(), &req.ImageRequest, "image", imgB64, hasImg, "mask", maskB64, hasMask, false)
-		if err != nil {
-			s.fail(c, dialectPython, err)
-			return
-		}
-		defer release()
-		if err := s.resolveLoRA(c.Request.Context(), &req.ImageRequest); err != nil {
-			s.fail(c, dialectPython, err)
-			return
-		}
-		s.answerPythonImages(c, req, false)
-	}
-}
-
-// imageInputs decodes the base64 image and mask of a Python-dialect request into req; release
-// returns their decode memory to the budget (call it after the answer).
-func (s *Server) imageInputs(ctx context.Context, req *runners.ImageRequest, imgField, imgB64 string, hasImg bool, maskField, maskB64 string, hasMask, alphaMarks bool) (release func(), err error) {
-	if !hasImg {
-		return nil, &apiError{param: imgField, status: http.StatusBadRequest, msg: imgField + " is required"}
-	}
-	raw, err := decodeBase64(imgB64)
+func readPythonImageInput(in *request, route imageInputRoute, d imageDefaults) (*imageGeneration, error) {
+	b, err := in.jsonBody()
 	if err != nil {
-		return nil, &apiError{param: imgField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", imgField, err)}
+		return nil, err
 	}
-	var mraw []byte
-	if hasMask {
-		if mraw, err = decodeBase64(maskB64); err != nil {
-			return nil, &apiError{param: maskField, status: http.StatusBadRequest, msg: fmt.Sprintf("%s is not valid base64: %v", maskField, err)}
+	req := parseImageFields(b, d)
+	imgB64, hasImg := b.str("image", true)
+	maskB64, hasMask := b.str("mask", false)
+	if route.edit && !hasMask {
+		if _, present := b.value("mask"); !present {
+			b.add("value_error", []any{"mask"}, "Value error, mask is required for "+d.runner, nil, map[string]any{"error": map[string]any{}})
 		}
 	}
-	return s.decodeInputs(ctx, req, raw, mraw, hasMask, alphaMarks)
+	if !route.edit && hasMask {
+		b.add("extra_forbidden", []any{"mask"}, "mask is for inpainting (MODEL_RUNNER="+catalogue.RunnerSDXLEdit+"); this server runs "+d.runner, shorten(maskB64), nil)
+	}
+	req.Strength = defaultStrength
+	if v := b.float("strength", false); v != nil && b.rangeCheck("strength", *v, 0, 1, true, rawInput(b, "strength")) {
+		req.Strength = *v
+	}
+	b.forbidExtra(imageGenerateFields, imageInputFields)
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	if err := req.checkLoRAFields(); err != nil {
+		return nil, err
+	}
+	r := &imageGeneration{imageRequest: *req, dialect: dialectPython, hasMask: hasMask}
+	if !hasImg {
+		return nil, &apiError{param: "image", status: http.StatusBadRequest, msg: "image is required"}
+	}
+	if r.image, err = decodeBase64(imgB64); err != nil {
+		return nil, &apiError{param: "image", status: http.StatusBadRequest, msg: fmt.Sprintf("image is not valid base64: %v", err)}
+	}
+	if hasMask {
+		if r.mask, err = decodeBase64(maskB64); err != nil {
+			return nil, &apiError{param: "mask", status: http.StatusBadRequest, msg: fmt.Sprintf("mask is not valid base64: %v", err)}
+		}
+	}
+	return r, nil
 }
 
 // decodeInputs reserves the image's (and mask's) decode memory, decodes them into req and
@@ -229,19 +195,19 @@ func (s *Server) decodeInputs(ctx context.Context, req *runners.ImageRequest, im
 // (png|jpeg|webp), output_compression 0-100, quality (as /v1/images/generations), background
 // (auto|opaque), user; extensions: negative_prompt, seed, strength (0-1, default 0.6),
 // num_inference_steps or steps (12-50), guidance_scale (1-20). Any other field is refused.
-func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, defaultSteps, defaultQuality int, models *modelTable) (*openAIImageRequest, []byte, []byte, error) {
+func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, defaultSteps, defaultQuality int, models *modelTable) (*imageGeneration, error) {
 	if in.contentType != "multipart/form-data" {
-		return nil, nil, nil, &apiError{status: http.StatusBadRequest,
+		return nil, &apiError{status: http.StatusBadRequest,
 			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", ctHeader)}
 	}
 	if in.boundary == "" {
-		return nil, nil, nil, invalidParam("", "multipart/form-data without a boundary")
+		return nil, invalidParam("", "multipart/form-data without a boundary")
 	}
 	if defaultSteps < 12 || defaultSteps > 50 {
 		defaultSteps = 20
 	}
 	sizes := models.imageSizes() // the model's output size (SDXL_IMAGE_RESOLUTION)
-	req := &openAIImageRequest{size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
+	req := &imageGeneration{dialect: dialectOpenAI, size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
 	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(catalogue.RunnerSDXLEdit), defaultStrength
 	var img, mask []byte
 	var gotImage, gotMask, gotPrompt, gotCompression bool
@@ -346,45 +312,23 @@ func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, 
 		return perr
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	switch {
 	case !gotImage:
-		return nil, nil, nil, invalidParam("image", "you must provide an image (multipart field \"image\")")
+		return nil, invalidParam("image", "you must provide an image (multipart field \"image\")")
 	case !gotPrompt || strings.TrimSpace(req.Prompt) == "":
-		return nil, nil, nil, invalidParam("prompt", "prompt must be a non-empty string")
+		return nil, invalidParam("prompt", "prompt must be a non-empty string")
 	case route.edit && !gotMask:
-		return nil, nil, nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", catalogue.RunnerSDXLEdit)
+		return nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", catalogue.RunnerSDXLEdit)
 	case !route.edit && gotMask:
-		return nil, nil, nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", catalogue.RunnerSDXLEdit)
+		return nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", catalogue.RunnerSDXLEdit)
 	case gotCompression && req.outputFormat == "png":
-		return nil, nil, nil, invalidParam("output_compression", "output_compression applies to jpeg and webp only; output_format is png (lossless)")
+		return nil, invalidParam("output_compression", "output_compression applies to jpeg and webp only; output_format is png (lossless)")
 	}
-	if !gotMask {
-		mask = nil
+	req.image, req.hasMask = img, gotMask
+	if gotMask {
+		req.mask = mask
 	}
-	return req, img, mask, nil
-}
-
-// handleOpenAIImageInput serves OpenAI's multipart images/edits on the image-input routes.
-func (s *Server) handleOpenAIImageInput(route imageInputRoute, models *modelTable) handlerFunc {
-	return func(c *gin.Context, in *request) {
-		req, img, mask, err := parseOpenAIImageInput(in, c.GetHeader("Content-Type"), route, s.cfg.NumInferenceSteps, s.cfg.ImageQuality, models)
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		setEndUser(c, req.user)
-		if err := s.refuseUnguided(&req.imageRequest.ImageRequest); err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		release, err := s.decodeInputs(c.Request.Context(), &req.imageRequest.ImageRequest, img, mask, mask != nil, true)
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		defer release()
-		s.answerOpenAIImages(c, req, req.encoder())
-	}
+	return req, nil
 }

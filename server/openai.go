@@ -49,11 +49,11 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 		case runners.ServiceImage:
 			if route, ok := imageInputRouteFor(p.Runner); ok {
 				g.POST(strings.TrimPrefix(route.v1, "/v1"), auth, limited, deadline, s.limitBody(maxImageBody, dialectOpenAI),
-					s.inference(inferenceRoute{rule: &imageInputRule, python: s.handleImageInput(route), openai: s.handleOpenAIImageInput(route, models)}))
+					s.inference(inferenceRoute{rule: &imageInputRule, handle: s.handleImages(&route, models)}))
 				continue
 			}
 			g.POST("/images/generations", auth, limited, deadline, s.limitBody(maxJSONBody, dialectOpenAI),
-				s.inference(inferenceRoute{rule: &imageGenerationsRule, python: s.handleImage, openai: s.handleOpenAIImage(models)}))
+				s.inference(inferenceRoute{rule: &imageGenerationsRule, handle: s.handleImages(nil, models)}))
 		case runners.ServiceAudio:
 			limit := s.limitBody(s.maxAudioBody(), dialectOpenAI)
 			for _, task := range []string{taskTranscribe, taskTranslate} {

@@ -76,7 +76,7 @@ type sseMessage struct {
 // it, an "event: error" with {"type":"error","error":{...}} ends the stream (both OpenAI SDKs
 // raise it as an APIError); the failure of one image cancels the others. The client going
 // away (or a failed write) cancels every job of the request at its next step boundary.
-func (s *Server) streamOpenAIImage(c *gin.Context, req *openAIImageRequest, encode func(image.Image) ([]byte, error)) {
+func (s *Server) streamOpenAIImage(c *gin.Context, req *imageGeneration, encode func(image.Image) ([]byte, error)) {
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
 	n := req.NumberOfImages
@@ -147,7 +147,7 @@ func (s *Server) streamOpenAIImage(c *gin.Context, req *openAIImageRequest, enco
 // streamOneImage runs the i-th image of req as a streaming job and sends its events to
 // events (until ctx ends): the partial images in the order the runner emits them, at most
 // req.PartialImages of them, then the completed image.
-func (s *Server) streamOneImage(ctx context.Context, req *openAIImageRequest, i int, one *runners.ImageRequest,
+func (s *Server) streamOneImage(ctx context.Context, req *imageGeneration, i int, one *runners.ImageRequest,
 	encode func(image.Image) ([]byte, error), events chan<- sseMessage) error {
 	send := func(ev *openAIImageEvent) error {
 		if req.NumberOfImages > 1 {
@@ -204,7 +204,7 @@ func (s *Server) streamOneImage(ctx context.Context, req *openAIImageRequest, i 
 }
 
 // event encodes img as one stream event of the request.
-func (r *openAIImageRequest) event(typ string, img image.Image, encode func(image.Image) ([]byte, error)) (*openAIImageEvent, error) {
+func (r *imageGeneration) event(typ string, img image.Image, encode func(image.Image) ([]byte, error)) (*openAIImageEvent, error) {
 	enc, err := encode(img)
 	if err != nil {
 		return nil, fmt.Errorf("encode image: %w", err)

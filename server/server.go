@@ -210,12 +210,12 @@ func (s *Server) routes() *gin.Engine {
 		case runners.ServiceImage:
 			if route, ok := imageInputRouteFor(p.Runner); ok { // image-to-image and inpainting (image_edit.go)
 				r.POST(route.legacy, deprecated(route.v1), authed, limited, deadline, s.limitBody(maxImageBody, dialectPython),
-					s.inference(inferenceRoute{rule: &imageInputRule, successor: route.v1, python: s.handleImageInput(route)}))
+					s.inference(inferenceRoute{rule: &imageInputRule, successor: route.v1, handle: s.handleImages(&route, nil)}))
 				continue
 			}
 			const v1 = "/v1/images/generations"
 			r.POST("/image/generations", deprecated(v1), authed, limited, deadline, s.limitBody(maxJSONBody, dialectPython),
-				s.inference(inferenceRoute{rule: &imageGenerationsRule, successor: v1, python: s.handleImage}))
+				s.inference(inferenceRoute{rule: &imageGenerationsRule, successor: v1, handle: s.handleImages(nil, nil)}))
 		case runners.ServiceAudio:
 			// AUDIO_TASK picks the legacy path, as HEAD mounts one of the two.
 			task, path := taskTranscribe, "/audio/transcriptions"

@@ -1,0 +1,173 @@
+package server
+
+// OpenAI-dialect bodies are declared, not hand-parsed: a route's OpenAI parameters are a struct
+// whose json tags name the fields, whose validate tags (github.com/go-playground/validator, the
+// validator gin links) state each field's constraints, and whose msg tags say what the 400
+// answers when a constraint fails (fmt verbs applied to the value sent). decodeOpenAI reads a
+// JSON body into such a struct and checks it; every refusal is OpenAI's invalid_request_error
+// with param naming the field. (The Python dialect keeps its own reader, validate.go, for
+// pydantic's lax coercions and its 422 shape.)
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// openAIValidator is built once: it caches each struct's parsed tags.
+var openAIValidator = sync.OnceValue(func() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		return name
+	})
+	// nonblank: a string with something other than white space.
+	_ = v.RegisterValidation("nonblank", func(fl validator.FieldLevel) bool { // a fixed, valid tag: no error
+		return strings.TrimSpace(fl.Field().String()) != ""
+	})
+	return v
+})
+
+// decodeOpenAI decodes data (an object: parseBody already checked it) into dst, a pointer to a
+// declared parameter struct, and validates it.
+func decodeOpenAI(data []byte, dst any) error {
+	if err := json.Unmarshal(data, dst); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			return invalidParam(te.Field, "%s must be %s, got a JSON %s", te.Field, jsonKind(te.Type), te.Value)
+		}
+		return invalidParam("", "We could not parse the JSON body of your request: %v", err)
+	}
+	err := openAIValidator().Struct(dst)
+	if err == nil {
+		return nil
+	}
+	ves, ok := errors.AsType[validator.ValidationErrors](err)
+	if !ok || len(ves) == 0 {
+		return fmt.Errorf("validate request: %w", err)
+	}
+	return fieldErr(reflect.TypeOf(dst).Elem(), ves[0])
+}
+
+// fieldErr is the 400 of one failed constraint: the field's msg tag applied to the value, or a
+// generic sentence naming the field and the rule.
+func fieldErr(t reflect.Type, fe validator.FieldError) error {
+	name := fe.Field()
+	if f, ok := t.FieldByName(fe.StructField()); ok {
+		if msg := f.Tag.Get("msg"); msg != "" {
+			if strings.Contains(msg, "%") {
+				return invalidParam(name, msg, fe.Value())
+			}
+			return invalidParam(name, "%s", msg)
+		}
+	}
+	switch fe.Tag() {
+	case "required", "nonblank":
+		return invalidParam(name, "%s must be a non-empty string", name)
+	case "oneof":
+		return invalidParam(name, "%s must be one of %s, got %v", name, strings.ReplaceAll(fe.Param(), " ", ", "), fe.Value())
+	}
+	return invalidParam(name, "%s does not satisfy %s=%s, got %v", name, fe.Tag(), fe.Param(), fe.Value())
+}
+
+// jsonKind names the JSON type a Go field takes.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// laxInt, laxFloat and laxBool read a number or boolean as the OpenAI dialect always has here
+// (the same lax rules as the Python dialect's reader: "5" and 5.0 are a fine integer, "true" a
+// fine boolean), so that declaring the fields changed no accepted request.
+type (
+	laxInt   int64
+	laxFloat float64
+	laxBool  bool
+)
+
+// laxValue decodes one JSON value with numbers kept as written.
+func laxValue(data []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
+}
+
+// laxTypeErr is the type error encoding/json completes with the field's name.
+func laxTypeErr(v any, t reflect.Type) error {
+	kind := "value"
+	switch v.(type) {
+	case string:
+		kind = "string"
+	case json.Number:
+		kind = "number"
+	case bool:
+		kind = "bool"
+	case []any:
+		kind = "array"
+	case map[string]any:
+		kind = "object"
+	}
+	return &json.UnmarshalTypeError{Value: kind, Type: t}
+}
+
+func (x *laxInt) UnmarshalJSON(data []byte) error {
+	var b body
+	v := laxValue(data)
+	i, ok := b.toInt(nil, v)
+	if !ok {
+		return laxTypeErr(v, reflect.TypeFor[int64]())
+	}
+	*x = laxInt(i)
+	return nil
+}
+
+func (x *laxFloat) UnmarshalJSON(data []byte) error {
+	var b body
+	v := laxValue(data)
+	f, ok := b.toFloat(nil, v)
+	if !ok {
+		return laxTypeErr(v, reflect.TypeFor[float64]())
+	}
+	*x = laxFloat(f)
+	return nil
+}
+
+func (x *laxBool) UnmarshalJSON(data []byte) error {
+	switch v := laxValue(data).(type) {
+	case bool:
+		*x = laxBool(v)
+		return nil
+	case json.Number, string:
+		if r, ok := parseLaxBool(fmt.Sprint(v)); ok {
+			*x = laxBool(r)
+			return nil
+		}
+		return laxTypeErr(v, reflect.TypeFor[bool]())
+	default:
+		return laxTypeErr(v, reflect.TypeFor[bool]())
+	}
+}
