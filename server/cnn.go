@@ -178,6 +178,9 @@ func (s *Server) handleCNN(c *gin.Context, in *request) {
 		s.fail(c, dialectPython, err)
 		return
 	}
+	// Answered: the runner has read the pixels (its Run returned), so the next decode may
+	// reuse their storage. On an error the runner may still hold the image: not recycled.
+	imaging.RecycleRGB(img)
 	res, ok := runners.ResultAs[*runners.CNNResult](v)
 	if !ok {
 		s.fail(c, dialectPython, fmt.Errorf("runner returned %T instead of a classification", v))

@@ -3,6 +3,7 @@ package imaging
 import (
 	"image"
 	"image/color"
+	"sync"
 )
 
 // ToRGB converts img to opaque 8-bit RGB as PIL's Image.convert('RGB') does: alpha is DROPPED,
@@ -161,6 +162,29 @@ func DecodeRGBWith(data []byte, o DecodeOptions) (*image.NRGBA, string, error) {
 		rgb = Orient(rgb, JPEGOrientation(data))
 	}
 	return rgb, format, nil
+}
+
+// rgbPool holds pixel storage given back by RecycleRGB for the next native JPEG decode.
+var rgbPool sync.Pool // of *[]byte
+
+// RecycleRGB gives the pixel storage of img, an image DecodeRGB or DecodeRGBWith returned that
+// nothing reads any more, to a later JPEG decode: a request path that is done with its image
+// saves the allocation and clearing of a new one (750 KiB for 500x375). Storage too small for
+// the next image is dropped; the pool empties itself as the garbage collector runs.
+func RecycleRGB(img *image.NRGBA) {
+	if img == nil || cap(img.Pix) == 0 {
+		return
+	}
+	p := img.Pix[:0]
+	rgbPool.Put(&p)
+}
+
+// pooledPix is storage from RecycleRGB, or nil.
+func pooledPix() []byte {
+	if p, _ := rgbPool.Get().(*[]byte); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // fancyUpsample converts a 4:2:0 or 4:2:2 YCbCr image with its origin at (0,0), as the JPEG

@@ -219,3 +219,28 @@ func TestDecodeRGBMatchesPILConvert(t *testing.T) {
 		})
 	}
 }
+
+// TestRecycleRGB: a JPEG decoded after RecycleRGB gave back an earlier image's storage has the
+// pixels of a decode into fresh storage (the recycled bytes never show).
+func TestRecycleRGB(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 90, 60))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	data, err := EncodeJPEG(img, 90)
+	require.NoError(t, err)
+	want, _, err := DecodeRGB(data, 0)
+	require.NoError(t, err)
+	for range 3 {
+		old := image.NewNRGBA(image.Rect(0, 0, 100, 100))
+		for i := range old.Pix {
+			old.Pix[i] = 0xA5
+		}
+		RecycleRGB(old)
+		got, _, err := DecodeRGB(data, 0)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		RecycleRGB(got)
+	}
+	RecycleRGB(nil) // no-op
+}

@@ -184,7 +184,11 @@ func decode(data []byte, o DecodeOptions) (img image.Image, format string, err e
 		if maxPixels > 0 && int64(h.Width)*int64(h.Height) > int64(maxPixels) {
 			return nil, "", fmt.Errorf("%w: %dx%d jpeg is over %d pixels", ErrTooLarge, h.Width, h.Height, maxPixels)
 		}
-		img, _, err := turbojpeg.Decode(data, turbojpeg.DecodeOptions{MinShortSide: o.DraftShortSide, RGB: o.rgb})
+		var pix []byte
+		if o.rgb {
+			pix = pooledPix()
+		}
+		img, _, err := turbojpeg.Decode(data, turbojpeg.DecodeOptions{MinShortSide: o.DraftShortSide, RGB: o.rgb, Pix: pix})
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: jpeg: %w", ErrInvalidImage, err)
 		}

@@ -209,7 +209,8 @@ func nativeHeader(data []byte) (Header, error) {
 }
 
 // nativeDecode decodes at scale 1/denom (TurboJPEG's TJSCALED rounding up).
-func nativeDecode(data []byte, hd Header, denom int, rgb bool) (image.Image, error) {
+// The pixels go into buf when it is large enough.
+func nativeDecode(data []byte, hd Header, denom int, rgb bool, buf []byte) (image.Image, error) {
 	w, ht := (hd.Width+denom-1)/denom, (hd.Height+denom-1)/denom
 	h, err := getDecompressor()
 	if err != nil {
@@ -222,8 +223,15 @@ func nativeDecode(data []byte, hd Header, denom int, rgb bool) (image.Image, err
 		g := image.NewGray(image.Rect(0, 0, w, ht))
 		img, pix, stride, pf = g, g.Pix, g.Stride, tjpfGray
 	} else {
-		// RGBA output: libjpeg-turbo writes 0xFF alpha, so the result is an opaque NRGBA.
-		m := image.NewNRGBA(image.Rect(0, 0, w, ht))
+		// RGBA output: libjpeg-turbo writes 0xFF alpha, so the result is an opaque NRGBA. Every
+		// byte is written (a truncated stream's missing rows come out grey), so reused storage
+		// needs no clearing.
+		var m *image.NRGBA
+		if n := 4 * w * ht; cap(buf) >= n {
+			m = &image.NRGBA{Pix: buf[:n], Stride: 4 * w, Rect: image.Rect(0, 0, w, ht)}
+		} else {
+			m = image.NewNRGBA(image.Rect(0, 0, w, ht))
+		}
 		img, pix, stride, pf = m, m.Pix, m.Stride, tjpfRGBA
 	}
 	// Flags 0: accurate integer IDCT and fancy upsampling, libjpeg's (and Pillow's) defaults.

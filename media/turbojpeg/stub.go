@@ -16,7 +16,7 @@ func nativeLoad(string) error { return nativelib.ErrNotBuilt }
 
 func nativeHeader([]byte) (Header, error) { return Header{}, errors.New("unreachable") }
 
-func nativeDecode([]byte, Header, int, bool) (image.Image, error) {
+func nativeDecode([]byte, Header, int, bool, []byte) (image.Image, error) {
 	return nil, errors.New("unreachable")
 }
 

@@ -77,6 +77,10 @@ type DecodeOptions struct {
 	// RGB asks for an *image.NRGBA even for a greyscale JPEG (R=G=B, as PIL's
 	// convert('RGB')).
 	RGB bool
+	// Pix, when its capacity holds the decoded pixels, is the storage a native decode to RGB
+	// writes into (the image's Pix then aliases it), so that a caller can reuse one buffer
+	// instead of allocating (and clearing) a new one per image.
+	Pix []byte
 }
 
 // Decode decodes a JPEG. Colour images come back as opaque *image.NRGBA (native) or
@@ -91,7 +95,7 @@ func Decode(data []byte, opts DecodeOptions) (image.Image, int, error) {
 		}
 		if !h.CMYK {
 			d := ScaleDenom(h.Width, h.Height, opts.MinShortSide)
-			img, err := nativeDecode(data, h, d, opts.RGB)
+			img, err := nativeDecode(data, h, d, opts.RGB, opts.Pix)
 			return img, d, err
 		}
 	}

@@ -254,3 +254,34 @@ func TestDescribe(t *testing.T) {
 		require.Contains(t, Describe(), "pure Go")
 	}
 }
+
+// TestDecodeIntoReusedStorage: a native decode into DecodeOptions.Pix (here full of garbage)
+// gives the pixels of a decode into fresh storage, also for a truncated stream (whose missing
+// rows libjpeg fills), and aliases the storage only when it is large enough.
+func TestDecodeIntoReusedStorage(t *testing.T) {
+	requireNative(t)
+	data, err := Encode(picture(123, 77), 90)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"whole", data}, {"truncated", data[:len(data)*2/3]}} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, _, err := Decode(tc.data, DecodeOptions{RGB: true})
+			require.NoError(t, err)
+			buf := make([]byte, 4*123*77+100)
+			for i := range buf {
+				buf[i] = 0x5A
+			}
+			got, _, err := Decode(tc.data, DecodeOptions{RGB: true, Pix: buf})
+			require.NoError(t, err)
+			require.Equal(t, want.(*image.NRGBA).Pix, got.(*image.NRGBA).Pix)
+			require.Equal(t, want.Bounds(), got.Bounds())
+			require.Same(t, &buf[0], &got.(*image.NRGBA).Pix[0], "decoded into the given storage")
+			small := make([]byte, 10)
+			got, _, err = Decode(tc.data, DecodeOptions{RGB: true, Pix: small})
+			require.NoError(t, err)
+			require.Equal(t, want.(*image.NRGBA).Pix, got.(*image.NRGBA).Pix)
+		})
+	}
+}
