@@ -19,6 +19,7 @@
 #   scripts/bench-imaging.sh                      # all parts
 #   PARTS="preprocess encode" scripts/bench-imaging.sh
 #   CORE=1 LOADCORE=0 DURATION=10s PYREF=~/.cache/tt-media-server-go/python-reference scripts/bench-imaging.sh
+#   PARTS=p3 P3_IMAGE=0 scripts/bench-imaging.sh  # the work-equal CNN comparison alone
 #
 # Per-core timings are each thread's CPU time (Go: CLOCK_THREAD_CPUTIME_ID, Python:
 # time.thread_time), median of N runs, both under `taskset -c $CORE`: robust to the other
@@ -33,6 +34,7 @@ LOADCORE=${LOADCORE:-0}
 N=${N:-15}
 DURATION=${DURATION:-10s}
 PYREF=${PYREF:-$HOME/.cache/tt-media-server-go/python-reference}
+P3_IMAGE=${P3_IMAGE:-1} # 0: P3 runs the CNN rows only
 PY=${PY:-/usr/bin/python3} # Debian's python3 with python3-pil / python3-numpy
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench-imaging.XXXXXX")}
 mkdir -p "$OUT"
@@ -198,7 +200,7 @@ cpu_ms_per_req() {
 	rps=$(hey_rps "$2" "$3" "$4")
 	t1=$(tree_ticks "$1")
 	awk -v r="$rps" -v n="$(cat "$OUT/last_ok_count")" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
-		'BEGIN { if (n > 0) printf "%s %.2f", r, t / hz / n * 1000; else printf "%s -", r }'
+		'BEGIN { if (n > 0) printf "%s %.2f\n", r, t / hz / n * 1000; else printf "%s -\n", r }'
 }
 
 if [[ " $PARTS " == *" route "* ]]; then
@@ -250,7 +252,11 @@ if [[ " $PARTS " == *" p3 "* ]]; then
 		PIDS+=($!)
 		cd - >/dev/null
 		wait_live "$p"
-		sleep 3 # the other workers
+		# Every worker ready (each imports torch: slow on a loaded box), then a warm-up run.
+		for _ in $(seq 1 600); do
+			curl -fsS "http://127.0.0.1:$p/tt-liveness" 2>/dev/null | grep -q '"is_ready":false' || break
+			sleep 0.2
+		done
 	}
 	# go_server RUNNER: starts this server with 4 zero-latency simulated devices on port $p.
 	go_server() {
@@ -271,19 +277,25 @@ if [[ " $PARTS " == *" p3 "* ]]; then
 		wait "$pid" 2>/dev/null || true
 	}
 	declare -A R
-	py_server image
-	R[py_img]=$(hey_rps "http://127.0.0.1:$p/image/generations" "$OUT/img.json" 8)
-	R[py_live]=$(hey_rps "http://127.0.0.1:$p/tt-liveness" "" 16)
-	stop_last
+	if [ "$P3_IMAGE" = 1 ]; then
+		py_server image
+		R[py_img]=$(hey_rps "http://127.0.0.1:$p/image/generations" "$OUT/img.json" 8)
+		R[py_live]=$(hey_rps "http://127.0.0.1:$p/tt-liveness" "" 16)
+		stop_last
+	fi
 	py_server cnn
+	hey_rps "http://127.0.0.1:$p/cnn/search-image" "$OUT/cnn_375.json" 8 >/dev/null # warm-up
 	read -r 'R[py_cnn]' 'R[py_cnn_ms]' < <(cpu_ms_per_req "${PIDS[-1]}" "http://127.0.0.1:$p/cnn/search-image" "$OUT/cnn_375.json" 8)
 	read -r 'R[py_cnn224]' 'R[py_cnn224_ms]' < <(cpu_ms_per_req "${PIDS[-1]}" "http://127.0.0.1:$p/cnn/search-image" "$OUT/cnn_224.json" 8)
 	stop_last
-	go_server tt-sdxl-trace
-	R[go_img]=$(hey_rps "http://127.0.0.1:$p/image/generations" "$OUT/img.json" 8)
-	R[go_live]=$(hey_rps "http://127.0.0.1:$p/tt-liveness" "" 16)
-	stop_last
+	if [ "$P3_IMAGE" = 1 ]; then
+		go_server tt-sdxl-trace
+		R[go_img]=$(hey_rps "http://127.0.0.1:$p/image/generations" "$OUT/img.json" 8)
+		R[go_live]=$(hey_rps "http://127.0.0.1:$p/tt-liveness" "" 16)
+		stop_last
+	fi
 	go_server tt-xla-resnet
+	hey_rps "http://127.0.0.1:$p/cnn/search-image" "$OUT/cnn_375.json" 8 >/dev/null # warm-up
 	read -r 'R[go_cnn]' 'R[go_cnn_ms]' < <(cpu_ms_per_req "${PIDS[-1]}" "http://127.0.0.1:$p/cnn/search-image" "$OUT/cnn_375.json" 8)
 	read -r 'R[go_cnn224]' 'R[go_cnn224_ms]' < <(cpu_ms_per_req "${PIDS[-1]}" "http://127.0.0.1:$p/cnn/search-image" "$OUT/cnn_224.json" 8)
 	stop_last
@@ -291,10 +303,10 @@ if [[ " $PARTS " == *" p3 "* ]]; then
 	echo "## 4. P3 against the Python reference in mock mode (4 workers, zero inference time; hey, $DURATION, whole box; load $(cut -d' ' -f1-3 /proc/loadavg))"
 	echo "| route | Python req/s | ours req/s | ratio |"
 	echo "|---|---|---|---|"
-	echo "| POST /image/generations (solid 1024² JPEG q85), c=8 | ${R[py_img]} | ${R[go_img]} | $(ratio "${R[go_img]}" "${R[py_img]}")x |"
+	[ "$P3_IMAGE" = 1 ] && echo "| POST /image/generations (solid 1024² JPEG q85), c=8 | ${R[py_img]} | ${R[go_img]} | $(ratio "${R[go_img]}" "${R[py_img]}")x |"
 	echo "| POST /cnn/search-image (500x375 JPEG, work-equal), c=8 | ${R[py_cnn]} | ${R[go_cnn]} | $(ratio "${R[go_cnn]}" "${R[py_cnn]}")x |"
 	echo "| POST /cnn/search-image (224x224 JPEG, work-equal), c=8 | ${R[py_cnn224]} | ${R[go_cnn224]} | $(ratio "${R[go_cnn224]}" "${R[py_cnn224]}")x |"
-	echo "| GET /tt-liveness, c=16 | ${R[py_live]} | ${R[go_live]} | $(ratio "${R[go_live]}" "${R[py_live]}")x |"
+	[ "$P3_IMAGE" = 1 ] && echo "| GET /tt-liveness, c=16 | ${R[py_live]} | ${R[go_live]} | $(ratio "${R[go_live]}" "${R[py_live]}")x |"
 	echo
 	echo
 	echo "CNN, CPU time per answered request (user + system of every process of the server, workers included):"
