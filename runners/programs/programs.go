@@ -83,7 +83,30 @@ func flux1(prefix string, t5Len int, guidance bool) []ttnn.ProgramSpec {
 	}
 }
 
-var all = append(append(base, flux1("flux1-dev", 512, true)...), flux1("flux1-schnell", 256, false)...)
+// wan22T2V is Wan2.2-T2V-A14B's pipeline on a 2x4 mesh (T3K) at 832x480, 81 frames, batch 1:
+// the UMT5-XXL encoder over 512 ids, the two 14B experts (high noise: "-transformer", low
+// noise: "-transformer-2"), each run once per prompt per step (the conditional and the
+// unconditional prediction are two runs), over the latents [1,16,21,60,104] at one timestep,
+// and the VAE decoder to [1,3,81,480,832].
+func wan22T2V(prefix string) []ttnn.ProgramSpec {
+	lat := []int{1, 16, 21, 60, 104}
+	step := func(name string) ttnn.ProgramSpec {
+		return ttnn.ProgramSpec{Name: name, Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("forward", in(t("hidden_states", bf16, tile, lat...), t("timestep", f32, rm, 1),
+				t("encoder_hidden_states", bf16, tile, 1, 512, 4096)), t("sample", bf16, tile, lat...))}}
+	}
+	return []ttnn.ProgramSpec{
+		{Name: prefix + "-text-encoder", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("encode", in(t("input_ids", i32, rm, 1, 512), t("attention_mask", i32, rm, 1, 512)),
+				t("hidden_states", bf16, tile, 1, 512, 4096))}},
+		step(prefix + "-transformer"),
+		step(prefix + "-transformer-2"),
+		{Name: prefix + "-vae", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("decode", in(t("latents", bf16, tile, lat...)), t("video", bf16, tile, 1, 3, 81, 480, 832))}},
+	}
+}
+
+var all = append(append(append(base, flux1("flux1-dev", 512, true)...), flux1("flux1-schnell", 256, false)...), wan22T2V("wan22-t2v")...)
 
 var base = []ttnn.ProgramSpec{
 	// ResNet-50 (tt-xla-resnet and the other CNN names): a device batch of 16 224x224 images.

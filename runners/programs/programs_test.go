@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/pipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
 )
@@ -25,13 +26,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// overlay reads a file from the first of its file systems that has it.
+type overlay []fs.FS
+
+func (o overlay) Open(name string) (fs.File, error) {
+	var err error
+	for _, f := range o {
+		var file fs.File
+		if file, err = f.Open(name); err == nil {
+			return file, nil
+		}
+	}
+	return nil, err
+}
+
 // Every simulator manifest the runners ship is its program's declaration, and every
 // declaration has a manifest: loaded by the simulator and checked with Check.
 func TestSimManifestsMatchTheDeclarations(t *testing.T) {
 	d, err := ttnn.Open(context.Background(), ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}})
 	require.NoError(t, err)
 	defer d.Close()
-	manifests := pipeline.Programs()
+	manifests := overlay{pipeline.Programs(), t2v.Programs()}
 	dir := t.TempDir()
 	seen := map[string]bool{}
 	for _, spec := range programs.All() {
@@ -49,7 +64,7 @@ func TestSimManifestsMatchTheDeclarations(t *testing.T) {
 			require.Equal(t, spec.Batch, spec.Functions[0].Inputs[0].Shape[0], "%s: batch is the leading dimension", spec.Name)
 		}
 	}
-	for _, root := range []fs.FS{ttnn.SimPrograms(), pipeline.Programs()} {
+	for _, root := range []fs.FS{ttnn.SimPrograms(), pipeline.Programs(), t2v.Programs()} {
 		ents, err := fs.ReadDir(root, ".")
 		require.NoError(t, err)
 		for _, e := range ents {
