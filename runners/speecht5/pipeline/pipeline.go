@@ -5,8 +5,10 @@
 // the postnet, the last frame fed back as the next input, stopping at step ≥ MinStopStep once
 // Σ sigmoid(stop logits) ≥ StopThreshold — and vocoded. Unlike HEAD, which vocodes the
 // concatenated mel once at the end, each chunk is vocoded as soon as its decoder loop ends and
-// handed to the caller, so the first audio does not wait for the whole text; the result still
-// holds the mel of every chunk, concatenated. The context is checked before every decoder
+// handed to the caller, so the first audio does not wait for the whole text — and, with
+// LeadSteps, the first chunk's head is vocoded after a fixed number of steps, so the first audio
+// does not wait for the first chunk either (lead.go); the result still holds the mel of every
+// chunk, concatenated. The context is checked before every decoder
 // step: a cancelled request stops within one step.
 package pipeline
 
@@ -83,6 +85,9 @@ type ChunkAudio struct {
 	Text          string
 	Samples       []float32
 	Steps         int
+	// Lead marks the early head of the first chunk (Pipeline.LeadSteps); the chunk's other
+	// piece follows with the same Index.
+	Lead bool
 }
 
 // Result is a whole text's speech.
@@ -107,6 +112,11 @@ type Pipeline struct {
 	// last clause end, else the last space, within the cap (textnorm.Lead), so that the first
 	// audio comes after as many decoder steps for a long text as for a short one.
 	FirstChunkChars int
+	// LeadSteps, when > 0 and the caller takes the audio as it comes, vocodes the first chunk
+	// early: after LeadSteps decoder steps its mel so far is vocoded and handed out, so the first
+	// audio waits for the encoder, LeadSteps steps and one vocoder run, whatever the length of the
+	// text or of its first chunk; the rest of the chunk follows when its loop ends (lead.go).
+	LeadSteps int
 }
 
 // Generate speaks text: emit (may be nil) gets each chunk's audio as soon as it is vocoded;
@@ -118,13 +128,33 @@ func (p *Pipeline) Generate(ctx context.Context, text string, emit func(ChunkAud
 	}
 	res := &Result{Chunks: len(chunks)}
 	for i, c := range chunks {
-		mel, steps, err := p.decode(ctx, i, c)
+		var lead *leadVocoder
+		if i == 0 && p.LeadSteps > 0 && emit != nil {
+			lead = &leadVocoder{dev: p.Dev, steps: p.LeadSteps}
+		}
+		var onLead func([][]float32) error
+		if lead != nil {
+			onLead = func(mel [][]float32) error {
+				audio, err := lead.head(ctx, mel)
+				if err != nil {
+					return err
+				}
+				res.Samples = append(res.Samples, audio...)
+				return emit(ChunkAudio{Index: i, Chunks: len(chunks), Text: c, Samples: audio, Lead: true})
+			}
+		}
+		mel, steps, err := p.decode(ctx, i, c, lead.at(), onLead)
 		res.Steps += steps
 		res.Tokens += p.Tok.Count(c)
 		if err != nil {
 			return res, err
 		}
-		audio, err := p.Dev.Vocode(ctx, mel)
+		var audio []float32
+		if lead.done() {
+			audio, err = lead.tail(ctx, mel)
+		} else {
+			audio, err = p.Dev.Vocode(ctx, mel)
+		}
 		if err != nil {
 			return res, fmt.Errorf("speecht5: vocoder: %w", err)
 		}
@@ -139,8 +169,9 @@ func (p *Pipeline) Generate(ctx context.Context, text string, emit func(ChunkAud
 	return res, nil
 }
 
-// decode runs the encoder and the decoder loop of one chunk and returns its mel frames.
-func (p *Pipeline) decode(ctx context.Context, index int, text string) ([][]float32, int, error) {
+// decode runs the encoder and the decoder loop of one chunk and returns its mel frames;
+// onLead, when not nil, is given the mel so far after leadAt steps if the loop goes on longer.
+func (p *Pipeline) decode(ctx context.Context, index int, text string, leadAt int, onLead func([][]float32) error) ([][]float32, int, error) {
 	ids := p.Tok.Encode(text)
 	padded, mask, err := tokenizer.Pad(ids)
 	if err != nil {
@@ -170,6 +201,11 @@ func (p *Pipeline) decode(ctx context.Context, index int, text string) ([][]floa
 		}
 		if ShouldStop(step, stop) {
 			return mel, step + 1, nil
+		}
+		if onLead != nil && step+1 == leadAt {
+			if err := onLead(mel); err != nil {
+				return mel, step + 1, err
+			}
 		}
 	}
 	return mel, MaxSteps, nil

@@ -158,3 +158,87 @@ func TestChunksStreamInOrderAndCancel(t *testing.T) {
 	require.True(t, errors.Is(err, context.Canceled))
 	require.Equal(t, 6, steps)
 }
+
+// framed vocodes each frame into HopLength copies of a value of the frame alone, so a vocoder
+// run over any window gives the same samples for the same frames.
+type framed struct{ scripted }
+
+func (d *framed) Vocode(_ context.Context, mel [][]float32) ([]float32, error) {
+	d.vocoded = append(d.vocoded, mel)
+	out := make([]float32, 0, len(mel)*HopLength)
+	for _, f := range mel {
+		for range HopLength {
+			out = append(out, f[0]+f[1]/2)
+		}
+	}
+	return out, nil
+}
+
+// With LeadSteps the first chunk's audio comes after LeadSteps decoder steps whatever its
+// length, in two pieces that add up to the whole chunk's audio; a chunk no longer than the lead,
+// the later chunks and a caller taking no stream are vocoded whole.
+func TestLeadVocodesTheFirstChunkEarly(t *testing.T) {
+	text := "A first clause of the text, and a second sentence. Then another one follows it here."
+	for _, tc := range []struct {
+		name       string
+		stopAt     int // the step at which every chunk stops
+		lead       int
+		stream     bool
+		wantPieces int // of chunk 0
+	}{
+		{"a long first chunk comes in two pieces", 60, 16, true, 2},
+		{"a chunk ending before the lead comes whole", 12, 16, true, 1},
+		{"no stream: no lead", 60, 16, false, 0},
+		{"no lead", 60, 0, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &framed{scripted{stop: func(s int) []float32 {
+				if s == tc.stopAt {
+					return []float32{9, 9}
+				}
+				return []float32{-9, -9}
+			}}}
+			p := &Pipeline{Tok: tokenizer.Builtin(), Dev: d, LeadSteps: tc.lead, FirstChunkChars: 30}
+			steps := 0
+			p.OnStep = func(int, int) { steps++ }
+			var pieces []ChunkAudio
+			var stepsAt []int
+			var emit func(ChunkAudio) error
+			if tc.stream {
+				emit = func(c ChunkAudio) error {
+					pieces = append(pieces, c)
+					stepsAt = append(stepsAt, steps)
+					return nil
+				}
+			}
+			res, err := p.Generate(context.Background(), text, emit)
+			require.NoError(t, err)
+			require.Greater(t, res.Chunks, 1)
+			whole, err := d.Vocode(context.Background(), res.Mel)
+			require.NoError(t, err)
+			require.Len(t, res.Samples, len(whole))
+			require.InDeltaSlice(t, whole, res.Samples, 1e-5, "the pieces add up to the whole text's audio")
+			first := 0
+			var streamed []float32
+			for _, c := range pieces {
+				streamed = append(streamed, c.Samples...)
+				if c.Index == 0 {
+					first++
+				}
+			}
+			require.Equal(t, tc.wantPieces, first)
+			if !tc.stream {
+				return
+			}
+			require.Equal(t, res.Samples, streamed)
+			if tc.wantPieces == 2 {
+				require.True(t, pieces[0].Lead)
+				require.Equal(t, tc.lead, stepsAt[0], "the head comes right after the lead's steps")
+				require.Len(t, pieces[0].Samples, (ReductionFactor*tc.lead-leadHold)*HopLength)
+				require.False(t, pieces[1].Lead)
+			} else {
+				require.Equal(t, tc.stopAt+1, stepsAt[0])
+			}
+		})
+	}
+}

@@ -42,6 +42,13 @@ var programMS = map[string]float64{
 // for a sentence.
 const StreamLeadChars = 48
 
+// StreamLeadSteps is a streamed request's lead (pipeline.LeadSteps): the first chunk's audio is
+// vocoded after 24 decoder steps (48 mel frames, 0.77 s of speech), so the time to the first
+// audio is the encoder, 24 steps and one vocoder run for any text; the rest of a ≤ 48-character
+// first chunk (≤ about 110 steps) is vocoded before those 0.77 s have played at the device's
+// step time.
+const StreamLeadSteps = 24
+
 // model is the catalogue's SpeechT5.
 var model, _ = runners.Lookup(catalogue.RunnerSpeechT5, nil)
 
@@ -206,7 +213,7 @@ func (r *Runner) speak(ctx context.Context, req *runners.SpeechRequest, emit fun
 		}}
 	var send func(pipeline.ChunkAudio) error
 	if req.Stream && emit != nil {
-		p.FirstChunkChars = StreamLeadChars
+		p.FirstChunkChars, p.LeadSteps = StreamLeadChars, StreamLeadSteps
 		send = func(c pipeline.ChunkAudio) error {
 			return emit(&runners.SpeechChunk{Index: c.Index, Chunks: c.Chunks, Samples: c.Samples, SampleRate: pipeline.SampleRate})
 		}

@@ -94,14 +94,17 @@ func TestStreamsChunksAndStopsOnCancel(t *testing.T) {
 			return nil
 		}}})
 	require.True(t, errors.Is(out[0].Err, context.Canceled))
-	require.Len(t, chunks, 1, "chunk 0 went out before the cancel")
+	// Chunk 0 went out before the cancel, in two pieces (its lead, then the rest).
+	require.Len(t, chunks, 2, "chunk 0 went out before the cancel")
+	require.Equal(t, 0, chunks[0].Index)
+	require.Equal(t, 0, chunks[1].Index)
 	require.Greater(t, chunks[0].Chunks, 1)
-	first := len(chunks[0].Samples)/(2*256) + 4 // chunk 0's steps, then steps 0-3 of chunk 1
+	first := (len(chunks[0].Samples)+len(chunks[1].Samples))/(2*256) + 4 // chunk 0's steps, then steps 0-3 of chunk 1
 	require.Equal(t, first, steps, "no decoder step after the cancel")
 }
 
-// The first audio of a streamed 200-word text comes after no more decoder steps (20% slack)
-// than that of a 10-word text: the first chunk is capped (StreamLeadChars).
+// The first audio of a streamed 200-word text comes after as many decoder steps as that of a
+// 10-word text: StreamLeadSteps, the first chunk's lead (pipeline.LeadSteps).
 func TestTimeToFirstAudioDoesNotGrow(t *testing.T) {
 	short := "The quick brown fox jumps over the lazy dog today."
 	long := ""
@@ -125,5 +128,6 @@ func TestTimeToFirstAudioDoesNotGrow(t *testing.T) {
 	}
 	s, l := firstAudioSteps(short), firstAudioSteps(long)
 	t.Logf("decoder steps before the first audio: 10 words %d, 200 words %d", s, l)
-	require.LessOrEqual(t, float64(l), 1.2*float64(s))
+	require.Equal(t, StreamLeadSteps, s)
+	require.Equal(t, StreamLeadSteps, l)
 }
