@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tenstorrent/tt-media-server-go/media/audioenc"
+	"github.com/tenstorrent/tt-media-server-go/media/tempo"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/voices"
 )
@@ -37,6 +38,8 @@ type speechJob struct {
 	json   bool
 	// sse: OpenAI's stream_format "sse".
 	sse bool
+	// speed is OpenAI's speed (1 when not given): a pitch-preserving time stretch (media/tempo).
+	speed float64
 }
 
 var pythonSpeechFields = []string{"text", "speaker_id", "speaker_embedding", "response_format"}
@@ -134,8 +137,8 @@ func decodeEmbedding(s string) ([]float32, error) {
 var openAISpeechFields = []string{"model", "input", "voice", "instructions", "response_format", "speed", "stream_format"}
 
 // parseOpenAISpeech reads OpenAI's CreateSpeechRequest. Every field is honoured or refused
-// with a 400 naming it: instructions (SpeechT5 takes none) and a speed other than 1 (no time
-// stretch here; docs/API.md says why) are refused.
+// with a 400 naming it: instructions are refused (SpeechT5 takes none); speed is honoured by a
+// pitch-preserving time stretch of the audio (media/tempo).
 func parseOpenAISpeech(b *body, models *modelTable, table *voices.Table) (*speechJob, error) {
 	for k := range b.raw {
 		if !slices.Contains(openAISpeechFields, k) {
@@ -173,7 +176,7 @@ func parseOpenAISpeech(b *body, models *modelTable, table *voices.Table) (*speec
 	case n > maxOpenAISpeechLen:
 		return nil, invalidParam("input", "'input' is %d characters long; the limit is %d.", n, maxOpenAISpeechLen)
 	}
-	job := &speechJob{req: &runners.SpeechRequest{Text: input, Stream: true}, format: audioenc.MP3}
+	job := &speechJob{req: &runners.SpeechRequest{Text: input, Stream: true}, format: audioenc.MP3, speed: 1}
 	voice, err := openAIVoice(b.raw["voice"], table)
 	if err != nil {
 		return nil, err
@@ -201,12 +204,10 @@ func parseOpenAISpeech(b *body, models *modelTable, table *voices.Table) (*speec
 		if json.Unmarshal(r, &speed) != nil || math.IsNaN(speed) || math.IsInf(speed, 0) {
 			return nil, invalidParam("speed", "Invalid type for 'speed': expected a number between 0.25 and 4.")
 		}
-		if speed < 0.25 || speed > 4 {
+		if speed < tempo.MinSpeed || speed > tempo.MaxSpeed {
 			return nil, invalidParam("speed", "'speed' must be between 0.25 and 4, got %g.", speed)
 		}
-		if speed != 1 {
-			return nil, invalidParam("speed", "'speed' %g is not supported: SpeechT5 speaks at its own pace and this server does not time-stretch; send 1 or leave it out.", speed)
-		}
+		job.speed = speed
 	}
 	if sf, ok, err := str("stream_format", false); err != nil {
 		return nil, err

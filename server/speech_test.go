@@ -97,7 +97,7 @@ func TestSpeechBadInput(t *testing.T) {
 		{"openai: bad format", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","response_format":"ogg"}`, 400, "response_format"},
 		{"openai: speed too high", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","speed":4.5}`, 400, "speed"},
 		{"openai: speed NaN string", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","speed":"NaN"}`, 400, "speed"},
-		{"openai: speed not 1", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","speed":1.5}`, 400, "speed"},
+		{"openai: speed too low", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","speed":0.2}`, 400, "speed"},
 		{"openai: bad stream_format", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","stream_format":"ws"}`, 400, "stream_format"},
 		{"openai: unknown field", "/v1/audio/speech", `{"model":"tts-1","input":"hi","voice":"alloy","pitch":1}`, 400, "pitch"},
 	} {
@@ -195,6 +195,20 @@ func TestSpeechOpenAIStreams(t *testing.T) {
 	require.Contains(t, v.Body.String(), `"alloy"`)
 	l := do(h, "GET", "/tt-liveness", "", "", nil)
 	require.Contains(t, l.Body.String(), `"speech_formats":["wav","pcm","flac"`)
+}
+
+// speed stretches the streamed audio to 1/speed of its length (the fake speaks 1 s per chunk).
+func TestSpeechSpeed(t *testing.T) {
+	h := speechServer(speechFake())
+	for _, tc := range []struct {
+		speed string
+		want  int
+	}{{"1", 24000}, {"0.25", 96000}, {"0.5", 48000}, {"2", 12000}, {"4", 6000}} {
+		w := do(h, "POST", "/v1/audio/speech", "application/json", "Bearer k",
+			[]byte(`{"model":"tts-1","input":"Hello.","voice":"alloy","response_format":"pcm","speed":`+tc.speed+`}`))
+		require.Equal(t, 200, w.Code, w.Body.String())
+		require.InDelta(t, tc.want, w.Body.Len()/2, 8, "speed %s", tc.speed)
+	}
 }
 
 func TestSpeechQueueFull(t *testing.T) {

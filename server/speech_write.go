@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/tenstorrent/tt-media-server-go/media/audioenc"
+	"github.com/tenstorrent/tt-media-server-go/media/tempo"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
 
@@ -156,6 +157,7 @@ func (s *Server) streamSpeech(c *gin.Context, job *speechJob) {
 		out.write = func(p []byte) error { _, err := c.Writer.Write(p); return err }
 	}
 	var enc audioenc.Stream
+	var stretch *tempo.Stretcher // speed ≠ 1: the samples go through it on their way to enc
 	o := audioenc.Options{Rate: 16000}
 	if job.format == audioenc.PCM {
 		o.OutRate = openAIPCMRate
@@ -168,17 +170,30 @@ func (s *Server) streamSpeech(c *gin.Context, job *speechJob) {
 		if enc == nil {
 			o.Rate = sc.SampleRate
 			var err error
+			if job.speed != 1 {
+				if stretch, err = tempo.New(sc.SampleRate, job.speed); err != nil {
+					s.log.Error("speech time stretch", "request_id", requestID(c), "err", err)
+					return false
+				}
+			}
 			if enc, err = audioenc.New(ctx, job.format, out, o); err != nil {
 				s.log.Error("speech encoder", "request_id", requestID(c), "err", err)
 				return false
 			}
 		}
-		return enc.Write(sc.Samples) == nil
+		samples := sc.Samples
+		if stretch != nil {
+			samples = stretch.Write(samples)
+		}
+		return enc.Write(samples) == nil
 	}
 	v, err := s.submitStreaming(ctx, runners.ServiceTextToSpeech, job.req, onChunk)
 	var closeErr error
 	if enc != nil {
-		closeErr = enc.Close()
+		if stretch != nil && err == nil {
+			closeErr = enc.Write(stretch.Flush())
+		}
+		closeErr = errors.Join(closeErr, enc.Close())
 	}
 	if err == nil && closeErr != nil {
 		err = fmt.Errorf("encode %s: %w", job.format, closeErr)
@@ -206,8 +221,16 @@ func (s *Server) streamSpeech(c *gin.Context, job *speechJob) {
 			s.fail(c, dialectOpenAI, fmt.Errorf("speech runner answered %T", v))
 			return
 		}
+		samples := res.Samples
+		if job.speed != 1 {
+			if samples, err = tempo.Stretch(samples, res.SampleRate, job.speed); err != nil {
+				s.fail(c, dialectOpenAI, err)
+				return
+			}
+		}
+		o.Rate = res.SampleRate
 		var buf bytes.Buffer
-		if err := audioenc.Encode(ctx, job.format, &buf, res.Samples, o); err != nil {
+		if err := audioenc.Encode(ctx, job.format, &buf, samples, o); err != nil {
 			s.fail(c, dialectOpenAI, err)
 			return
 		}

@@ -151,6 +151,29 @@ func TestSpeechSDKs(t *testing.T) {
 		require.Equal(t, "mp3", codec)
 		require.Equal(t, "16000", rate)
 	})
+	// speed is a pitch-preserving time stretch (media/tempo's test checks the pitch): the audio
+	// lasts 1/speed as long.
+	t.Run("go speed", func(t *testing.T) {
+		samples := func(speed float64) float64 {
+			params := openai.AudioSpeechNewParams{Input: input, Model: openai.SpeechModelTTS1,
+				Voice:          openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")},
+				ResponseFormat: openai.AudioSpeechNewParamsResponseFormatPCM}
+			if speed != 1 {
+				params.Speed = openai.Float(speed)
+			}
+			resp, err := client.Audio.Speech.New(ctx, params)
+			require.NoError(t, err)
+			data, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			return float64(len(data) / 2)
+		}
+		normal := samples(1)
+		require.Positive(t, normal)
+		for _, speed := range []float64{0.5, 2, 4} {
+			require.InDelta(t, normal/speed, samples(speed), 0.01*normal/speed, "speed %v", speed)
+		}
+	})
 	t.Run("go refusals", func(t *testing.T) {
 		for _, tc := range []struct {
 			param  string
@@ -161,7 +184,7 @@ func TestSpeechSDKs(t *testing.T) {
 			{"instructions", openai.AudioSpeechNewParams{Input: input, Model: openai.SpeechModelTTS1,
 				Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}, Instructions: openai.String("be cheerful")}},
 			{"speed", openai.AudioSpeechNewParams{Input: input, Model: openai.SpeechModelTTS1,
-				Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}, Speed: openai.Float(2)}},
+				Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}, Speed: openai.Float(4.5)}},
 		} {
 			resp, err := client.Audio.Speech.New(ctx, tc.params)
 			if resp != nil {
