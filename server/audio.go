@@ -29,24 +29,39 @@ const (
 
 const audioContentTypeMsg = "Use either multipart/form-data with file upload or application/json with AudioTranscriptionRequest"
 
-// audioUpload is a parsed Python-dialect transcription request before decoding: HEAD's
-// AudioProcessingRequest.
-type audioUpload struct {
-	file          []byte
-	stream        bool
+// transcription is the one request type of the audio routes (/v1/audio/transcriptions,
+// /v1/audio/translations and the legacy path), whichever dialect wrote it: HEAD's
+// AudioProcessingRequest (parseAudioUpload) or OpenAI's multipart form (parseOpenAIAudio).
+// handleAudio serves it and writes the answer in its dialect's shape.
+type transcription struct {
+	dialect dialect
+	task    string // the route's: taskTranscribe or taskTranslate
+	file    []byte
+	stream  bool
+	// preprocessing: VAD pre-processing asked for (both dialects' is_preprocessing_enabled;
+	// OpenAI's chunking_strategy).
 	preprocessing bool
 	// askedPreprocessing names the field that explicitly asked for pre-processing
 	// (is_preprocessing_enabled: true sent, or OpenAI's chunking_strategy); "" when it is only
 	// the default. An explicit ask is refused when ALLOW_AUDIO_PREPROCESSING is off.
 	askedPreprocessing string
-	// HEAD's fields. responseFormat is json, verbose_json (the default) or text.
-	responseFormat   string
+	prompt             string
+	// responseFormat: HEAD's json, verbose_json (its default) or text; OpenAI's json (its
+	// default), text, srt, verbose_json or vtt.
+	responseFormat string
+	// HEAD's decoding fields.
 	temperatures     []float64
 	compression      float64
 	logprob          float64
 	noSpeech         float64
 	returnTimestamps bool
-	prompt           string
+	// OpenAI's fields: the model name, the language (ISO-639-1 code, "" = detect), the one
+	// temperature, and what verbose_json carries (segments, words).
+	model       string
+	language    string
+	temperature float64
+	segments    bool
+	words       bool
 }
 
 // HEAD's AudioProcessingRequest defaults.
@@ -72,7 +87,7 @@ var pythonAudioFormats = []string{"json", "verbose_json", "text"}
 
 // parseAudioUpload reads HEAD's AudioProcessingRequest: multipart (a file part and the fields
 // as form values) or JSON with the file base64-encoded in "file".
-func parseAudioUpload(in *request) (*audioUpload, error) {
+func parseAudioUpload(in *request) (*transcription, error) {
 	switch {
 	case in.contentType == "multipart/form-data":
 		return parseAudioMultipart(in)
@@ -81,7 +96,7 @@ func parseAudioUpload(in *request) (*audioUpload, error) {
 		if err != nil {
 			return nil, err
 		}
-		up := &audioUpload{}
+		up := &transcription{dialect: dialectPython}
 		file, ok := b.str("file", true)
 		if err := readAudioFields(b, up); err != nil {
 			return nil, err
@@ -101,7 +116,7 @@ func parseAudioUpload(in *request) (*audioUpload, error) {
 // readAudioFields reads every field but the file, with the lax rules of body (form values
 // are strings, which the same readers parse), and checks them. perform_diarization=true is
 // refused: no diarization model runs here.
-func readAudioFields(b *body, up *audioUpload) error {
+func readAudioFields(b *body, up *transcription) error {
 	up.stream = b.bool("stream", false)
 	up.preprocessing = b.bool("is_preprocessing_enabled", true)
 	if v, ok := b.value("is_preprocessing_enabled"); ok && v != nil && up.preprocessing {
@@ -190,11 +205,11 @@ func readTemperatures(b *body) []float64 {
 	return out
 }
 
-func parseAudioMultipart(in *request) (*audioUpload, error) {
+func parseAudioMultipart(in *request) (*transcription, error) {
 	if in.boundary == "" {
 		return nil, httpErr(http.StatusBadRequest, "multipart/form-data without a boundary")
 	}
-	up := &audioUpload{}
+	up := &transcription{dialect: dialectPython}
 	gotFile := false
 	// The form values, as JSON strings, so that readAudioFields reads them as it reads JSON.
 	b := &body{raw: map[string]json.RawMessage{}, input: map[string]any{}}
@@ -233,7 +248,7 @@ func errPreprocessingOff(field string) string {
 }
 
 // decodeAudio decodes and checks the upload, reserving its memory with reserve.
-func (s *Server) decodeAudio(ctx context.Context, up *audioUpload, reserve func(int64) error) (*runners.AudioRequest, error) {
+func (s *Server) decodeAudio(ctx context.Context, up *transcription, reserve func(int64) error) (*runners.AudioRequest, error) {
 	if up.askedPreprocessing != "" && !s.cfg.AllowAudioPreprocessing {
 		return nil, &apiError{param: up.askedPreprocessing, status: http.StatusBadRequest, msg: errPreprocessingOff(up.askedPreprocessing)}
 	}
@@ -265,56 +280,114 @@ func (s *Server) decodeAudio(ctx context.Context, up *audioUpload, reserve func(
 	return req, nil
 }
 
-// handlePythonAudio serves the Python dialect of POST /audio/transcriptions and of
-// /v1/audio/transcriptions|translations; task is the route's.
-func (s *Server) handlePythonAudio(task string) handlerFunc {
-	return func(c *gin.Context, in *request) { s.handleAudio(c, in, task) }
-}
-
-func (s *Server) handleAudio(c *gin.Context, in *request, task string) {
-	up, err := parseAudioUpload(in)
-	if err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	req, release, err := s.audioRequest(c.Request.Context(), up)
-	defer release()
-	if err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	// HEAD: the language is AUDIO_LANGUAGE, the task the route's (AUDIO_TASK on the legacy
-	// path), the decoding fields the request's.
-	req.Language = s.audioLanguage
-	if task != taskTranscribe {
-		req.Task = task
-	}
-	req.Prompt = up.prompt
-	compression, logprob, noSpeech := up.compression, up.logprob, up.noSpeech
-	req.Decode = runners.DecodeOptions{Temperatures: up.temperatures, CompressionRatioThreshold: &compression,
-		LogprobThreshold: &logprob, NoSpeechThreshold: &noSpeech}
-	start := time.Now()
-	if !req.Stream {
+// handleAudio serves an audio route, task its task (the legacy path's is AUDIO_TASK), in
+// either dialect; models answers OpenAI's model names (nil on the legacy path, which speaks
+// HEAD's dialect only).
+func (s *Server) handleAudio(task string, models *modelTable) handlerFunc {
+	return func(c *gin.Context, in *request) {
+		var up *transcription
+		var err error
+		if in.dialect == dialectOpenAI {
+			up, err = parseOpenAIAudio(in, c.GetHeader("Content-Type"), task, models)
+		} else {
+			up, err = parseAudioUpload(in)
+		}
+		if err != nil {
+			s.fail(c, in.dialect, err)
+			return
+		}
+		up.task = task
+		req, release, err := s.audioRequest(c.Request.Context(), up)
+		defer release()
+		if err != nil {
+			s.fail(c, up.dialect, err)
+			return
+		}
+		s.decodingOptions(req, up)
+		start := time.Now()
+		if req.Stream {
+			if s.streamTranscript(c, req, up) {
+				s.countTranscribed(req, start)
+			}
+			return
+		}
 		v, err := s.transcribe(c, req, nil)
 		if err != nil {
-			s.fail(c, dialectPython, err)
+			s.fail(c, up.dialect, err)
 			return
 		}
 		res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
 		if !ok || res == nil {
-			s.fail(c, dialectPython, fmt.Errorf("runner returned %T instead of a transcription", v))
+			s.fail(c, up.dialect, fmt.Errorf("runner returned %T instead of a transcription", v))
 			return
 		}
+		if up.dialect == dialectOpenAI { // HEAD answers what its runner returns
+			if err := checkTranslation(task, res); err != nil {
+				s.fail(c, up.dialect, err)
+				return
+			}
+		}
 		s.countTranscribed(req, start)
+		writeTranscript(c, up, res)
+	}
+}
+
+// decodingOptions hands the request's decoding fields to the runner. HEAD: the language is
+// AUDIO_LANGUAGE, the task the route's, the prompt and the fallback fields (temperatures,
+// thresholds) the request's. OpenAI: the language, prompt and one temperature of the request.
+func (s *Server) decodingOptions(req *runners.AudioRequest, up *transcription) {
+	req.Prompt = up.prompt
+	if up.dialect == dialectOpenAI {
+		req.Language, req.Task, req.Temperature = up.language, up.task, up.temperature
+		return
+	}
+	req.Language = s.audioLanguage
+	if up.task != taskTranscribe {
+		req.Task = up.task
+	}
+	compression, logprob, noSpeech := up.compression, up.logprob, up.noSpeech
+	req.Decode = runners.DecodeOptions{Temperatures: up.temperatures, CompressionRatioThreshold: &compression,
+		LogprobThreshold: &logprob, NoSpeechThreshold: &noSpeech}
+}
+
+// streamTranscript streams the transcription in the dialect's shape: HEAD's NDJSON (or text
+// lines), OpenAI's Server-Sent Events. It reports whether the transcription completed.
+func (s *Server) streamTranscript(c *gin.Context, req *runners.AudioRequest, up *transcription) bool {
+	if up.dialect == dialectOpenAI {
+		return s.streamOpenAI(c, req)
+	}
+	return s.streamTranscription(c, req, up)
+}
+
+// writeTranscript answers the transcript in the request's dialect and response_format.
+func writeTranscript(c *gin.Context, up *transcription, res *runners.TranscriptionResult) {
+	const plain = "text/plain; charset=utf-8"
+	if up.dialect != dialectOpenAI {
 		if up.responseFormat == "text" {
-			c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(res.Text))
+			c.Data(http.StatusOK, plain, []byte(res.Text))
 			return
 		}
 		writeJSON(c, http.StatusOK, pythonTranscript(res, up.returnTimestamps))
 		return
 	}
-	if s.streamTranscription(c, req, up) {
-		s.countTranscribed(req, start)
+	switch up.responseFormat {
+	case "text":
+		c.Data(http.StatusOK, plain, []byte(formatText(res)))
+	case "srt":
+		c.Data(http.StatusOK, plain, []byte(formatSRT(transcriptSpans(res))))
+	case "vtt":
+		c.Data(http.StatusOK, "text/vtt; charset=utf-8", []byte(formatVTT(transcriptSpans(res))))
+	case "verbose_json":
+		if up.words {
+			c.Header("X-Word-Timestamps", "unavailable")
+		}
+		writeJSON(c, http.StatusOK, verboseJSON(up.task, res, up.segments))
+	default:
+		out := simpleTranscript{Text: res.Text}
+		if up.task == taskTranscribe {
+			out.Usage = usageOf(res.Duration)
+		}
+		writeJSON(c, http.StatusOK, out)
 	}
 }
 
@@ -402,7 +475,7 @@ func (s *Server) submitStreaming(ctx context.Context, svc runners.Service, req r
 // result. Errors before the first chunk get their proper status; an error after the stream
 // has started ends it with a {"detail", "status_code"} line instead of a silent cut.
 // It reports whether the transcription completed.
-func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest, up *audioUpload) bool {
+func (s *Server) streamTranscription(c *gin.Context, req *runners.AudioRequest, up *transcription) bool {
 	started := false
 	text := up != nil && up.responseFormat == "text"
 	ctype := "application/x-ndjson"

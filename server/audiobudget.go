@@ -28,7 +28,7 @@ func (s *Server) reserveAudio(ctx context.Context) *audioReservation {
 // audioRequest decodes and checks the upload and builds the runner's request. The decode's
 // memory is reserved from AUDIO_MEMORY_BUDGET_BYTES as it is decoded, then held for the
 // samples the request keeps: call release once it is answered (also after an error).
-func (s *Server) audioRequest(ctx context.Context, up *audioUpload) (_ *runners.AudioRequest, release func(), err error) {
+func (s *Server) audioRequest(ctx context.Context, up *transcription) (_ *runners.AudioRequest, release func(), err error) {
 	res := s.reserveAudio(ctx)
 	req, err := s.decodeAudio(ctx, up, res.reserve)
 	if err != nil {

@@ -59,7 +59,7 @@ func (s *Server) openaiRoutes(g *gin.RouterGroup) {
 			for _, task := range []string{taskTranscribe, taskTranslate} {
 				path := map[string]string{taskTranscribe: "/audio/transcriptions", taskTranslate: "/audio/translations"}[task]
 				g.POST(path, auth, limited, deadline, limit,
-					s.inference(inferenceRoute{rule: &audioRule, python: s.handlePythonAudio(task), openai: s.handleOpenAIAudio(models, task)}))
+					s.inference(inferenceRoute{rule: &audioRule, handle: s.handleAudio(task, models)}))
 			}
 		case runners.ServiceTextToSpeech:
 			s.speechOpenAIRoutes(g, models, auth, limited, deadline) // speech.go

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -26,24 +25,6 @@ const (
 	// maxOpenAIFieldBytes bounds a non-file field (a prompt is at most a few hundred tokens).
 	maxOpenAIFieldBytes = 16 << 10
 )
-
-// openAIAudioRequest is a parsed POST /v1/audio/transcriptions or /v1/audio/translations.
-type openAIAudioRequest struct {
-	task           string
-	file           []byte
-	model          string
-	language       string // ISO-639-1 code, "" = detect
-	prompt         string
-	responseFormat string
-	temperature    float64
-	segments       bool // verbose_json carries segments
-	words          bool // verbose_json carries words
-	stream         bool
-	preprocessing  bool
-	// preprocessingBy is the field that explicitly asked for pre-processing
-	// (is_preprocessing_enabled=true or chunking_strategy), "" for the default.
-	preprocessingBy string
-}
 
 var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 
@@ -64,7 +45,7 @@ var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
 // (prefix_padding_ms, silence_duration_ms, threshold) are a 400, as the VAD has its own, and
 // sending it with is_preprocessing_enabled=false is a 400.
 // Refused: include[]=logprobs (no token log-probabilities from the runner) and diarized_json.
-func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*openAIAudioRequest, error) {
+func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*transcription, error) {
 	if in.contentType != "multipart/form-data" {
 		// 400 as OpenAI answers it (the SDKs raise BadRequestError; a 415 is a bare APIError).
 		return nil, &apiError{status: http.StatusBadRequest,
@@ -73,7 +54,7 @@ func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*
 	if in.boundary == "" {
 		return nil, invalidParam("", "multipart/form-data without a boundary")
 	}
-	req := &openAIAudioRequest{task: task, responseFormat: "json", preprocessing: true}
+	req := &transcription{dialect: dialectOpenAI, task: task, responseFormat: "json", preprocessing: true}
 	var (
 		gotFile, gotModel, gotGranularities bool
 		gotPreprocessing                    bool
@@ -180,56 +161,14 @@ func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*
 		if gotPreprocessing && !req.preprocessing {
 			return nil, invalidParam("chunking_strategy", "chunking_strategy needs VAD pre-processing, but is_preprocessing_enabled=false was sent")
 		}
-		req.preprocessing, req.preprocessingBy = true, "chunking_strategy"
+		req.preprocessing, req.askedPreprocessing = true, "chunking_strategy"
 	} else if gotPreprocessing && req.preprocessing {
-		req.preprocessingBy = "is_preprocessing_enabled"
+		req.askedPreprocessing = "is_preprocessing_enabled"
 	}
 	if req.stream && req.responseFormat != "json" && req.responseFormat != "text" {
 		return nil, invalidParam("stream", "stream=true needs response_format json or text, got %q", req.responseFormat)
 	}
 	return req, nil
-}
-
-// handleOpenAIAudio serves POST /v1/audio/transcriptions and /v1/audio/translations.
-func (s *Server) handleOpenAIAudio(models *modelTable, task string) handlerFunc {
-	return func(c *gin.Context, in *request) {
-		req, err := parseOpenAIAudio(in, c.GetHeader("Content-Type"), task, models)
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		ar, release, err := s.audioRequest(c.Request.Context(), &audioUpload{file: req.file, stream: req.stream,
-			preprocessing: req.preprocessing, askedPreprocessing: req.preprocessingBy})
-		defer release()
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		ar.Language, ar.Task, ar.Prompt, ar.Temperature = req.language, task, req.prompt, req.temperature
-		start := time.Now()
-		if req.stream {
-			if s.streamOpenAI(c, ar) {
-				s.countTranscribed(ar, start)
-			}
-			return
-		}
-		v, err := s.transcribe(c, ar, nil)
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		res, ok := runners.ResultAs[*runners.TranscriptionResult](v)
-		if !ok || res == nil {
-			s.fail(c, dialectOpenAI, fmt.Errorf("runner returned %T instead of a transcription", v))
-			return
-		}
-		if err := checkTranslation(task, res); err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		s.countTranscribed(ar, start)
-		writeTranscript(c, req, res)
-	}
 }
 
 // checkTranslation refuses a translation the runner did not do: a runner that translated
@@ -246,30 +185,6 @@ func checkTranslation(task string, res *runners.TranscriptionResult) error {
 	}
 	return &apiError{status: http.StatusNotImplemented, code: "translation_not_supported",
 		msg: fmt.Sprintf("the audio is in %s; translation to English is not supported by this runner yet", res.Language)}
-}
-
-// writeTranscript answers the transcript in the requested response_format.
-func writeTranscript(c *gin.Context, req *openAIAudioRequest, res *runners.TranscriptionResult) {
-	const plain = "text/plain; charset=utf-8"
-	switch req.responseFormat {
-	case "text":
-		c.Data(http.StatusOK, plain, []byte(formatText(res)))
-	case "srt":
-		c.Data(http.StatusOK, plain, []byte(formatSRT(transcriptSpans(res))))
-	case "vtt":
-		c.Data(http.StatusOK, "text/vtt; charset=utf-8", []byte(formatVTT(transcriptSpans(res))))
-	case "verbose_json":
-		if req.words {
-			c.Header("X-Word-Timestamps", "unavailable")
-		}
-		writeJSON(c, http.StatusOK, verboseJSON(req.task, res, req.segments))
-	default:
-		out := simpleTranscript{Text: res.Text}
-		if req.task == taskTranscribe {
-			out.Usage = usageOf(res.Duration)
-		}
-		writeJSON(c, http.StatusOK, out)
-	}
 }
 
 // speakerMarker is the "[SPEAKER_00] " prefix the runners put on the first streamed chunk

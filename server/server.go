@@ -224,7 +224,7 @@ func (s *Server) routes() *gin.Engine {
 			}
 			v1 := "/v1" + path
 			r.POST(path, deprecated(v1), authed, limited, deadline, s.limitBody(s.maxAudioBody(), dialectPython),
-				s.inference(inferenceRoute{rule: &audioRule, successor: v1, python: s.handlePythonAudio(task)}))
+				s.inference(inferenceRoute{rule: &audioRule, successor: v1, handle: s.handleAudio(task, nil)}))
 		case runners.ServiceCNN:
 			// CNN has no OpenAI counterpart: /v1 serves the Python dialect only.
 			cnn := s.inference(inferenceRoute{python: s.handleCNN})
