@@ -155,7 +155,11 @@ func newModelTable(cfg *config.Settings, runner string, svc runners.Service, loa
 			t.ids = append(t.ids, id)
 		}
 	}
-	if svc == runners.ServiceImage && cfg.SDXLResolution == 512 && m.Image.Size == 0 {
+	switch {
+	case svc != runners.ServiceImage:
+	case m.Image.Size > 0 && m.Image.Size != 1024:
+		t.size = fmt.Sprintf("%dx%d", m.Image.Size, m.Image.Size) // a model of one other size (Z-Image-Turbo's 512)
+	case cfg.SDXLResolution == 512 && m.Image.Size == 0:
 		t.size = "512x512" // SDXL_IMAGE_RESOLUTION (models of a fixed size, e.g. SD3.5, ignore it)
 	}
 	if svc == runners.ServiceImage {

@@ -70,7 +70,7 @@ var imageModels = []Model{
 	}(),
 	{Name: RunnerSD35, Service: ServiceImage, Canonical: "stable-diffusion-3.5-large",
 		ModelNames: []ModelName{{"stable-diffusion-3.5-large", "stabilityai/stable-diffusion-3.5-large"}},
-		Image: ImagePolicy{MinSteps: defaultMinSteps, Guidance: sd35Guidance, Size: 1024, FlowMatch: true,
+		Image: ImagePolicy{MinSteps: defaultMinSteps, Guidance: sd35Guidance, Size: ditSize, FlowMatch: true,
 			Unused: []Field{
 				{Name: "guidance_rescale", Why: "SD3.5's pipeline has no guidance rescale", Default: "0"},
 				{Name: "crop_coords_top_left", Why: "SDXL micro-conditioning only", Default: "[0, 0]"}},
@@ -108,16 +108,21 @@ type Field struct {
 // HEAD's classes and in mock-device mode by the diffusion family's simulated twin (the Flux
 // pipeline of the Go road is runners/diffusion's FluxRunner).
 const (
-	RunnerFlux1Dev       = "tt-flux.1-dev"
-	RunnerFlux1Schnell   = "tt-flux.1-schnell"
-	RunnerMotifImage6B   = "tt-motif-image-6b-preview"
-	RunnerQwenImage      = "tt-qwen-image"
-	RunnerQwenImage2512  = "tt-qwen-image-2512"
-	RunnerZImageTurbo    = "tt-z-image-turbo"
-	fluxMinSteps         = 4      // HEAD's _FLUX_MIN_INFERENCE_STEPS
-	fluxTransformerStep  = 470e-3 // s per Flux transformer step (the flux1-*-transformer manifest; scaled from SD3.5's, not measured)
-	fluxDevGuidance      = 3.5    // FluxPipeline's default embedded guidance (dev; schnell takes none)
+	RunnerFlux1Dev      = "tt-flux.1-dev"
+	RunnerFlux1Schnell  = "tt-flux.1-schnell"
+	RunnerMotifImage6B  = "tt-motif-image-6b-preview"
+	RunnerQwenImage     = "tt-qwen-image"
+	RunnerQwenImage2512 = "tt-qwen-image-2512"
+	RunnerZImageTurbo   = "tt-z-image-turbo"
+	fluxMinSteps        = 4      // HEAD's _FLUX_MIN_INFERENCE_STEPS
+	fluxTransformerStep = 470e-3 // s per Flux transformer step (the flux1-*-transformer manifest; scaled from SD3.5's, not measured)
+	fluxDevGuidance     = 3.5    // FluxPipeline's default embedded guidance (dev; schnell takes none)
+	// ditSize is the output side of HEAD's tt-dit image pipelines (SD3.5, Flux.1, Motif,
+	// Qwen-Image): tt-metal's create_pipeline defaults (width = height = 1024), which HEAD's
+	// runners do not override. zImageTurboSize is Z-Image-Turbo's: tt-metal's ZImageTurbo has
+	// its 64x64 latents baked into the compiled models (IMG_LATENT_H/W, "512px / 8").
 	ditSize              = 1024
+	zImageTurboSize      = 512
 	qwenTraceRegion      = 47_000_000 // TTQwenImageRunner.get_pipeline_device_params
 	motifTraceRegion     = 31_000_000 // TTMotifImage6BPreviewRunner's
 	deviceIDs4Group      = "(0,1,2,3)"
@@ -196,7 +201,7 @@ var newImageModels = []Model{
 	// prompt and seed, running 9 steps; it is guidance-free.
 	{Name: RunnerZImageTurbo, Service: ServiceImage, Canonical: "Z-Image-Turbo",
 		ModelNames: []ModelName{{"Z-Image-Turbo", "Tongyi-MAI/Z-Image-Turbo"}},
-		Image: ImagePolicy{MinSteps: 4, Size: ditSize, FlowMatch: true, Unused: append([]Field{{Name: "guidance_scale",
+		Image: ImagePolicy{MinSteps: 4, Size: zImageTurboSize, FlowMatch: true, Unused: append([]Field{{Name: "guidance_scale",
 			Why: "Z-Image-Turbo is guidance-free", Default: "none"}}, noCFG...),
 			PythonUnused: ditPythonUnused, PythonGuidance: 1}, // HEAD also ignores num_inference_steps (runs 9)
 		Device: Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true},

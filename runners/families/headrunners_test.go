@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -73,6 +74,39 @@ func TestHEADClassifiersServedInMockMode(t *testing.T) {
 			require.Equal(t, http.StatusOK, status, "answer: %v", answer)
 			out := answer["image_data"].([]any)[0].(map[string]any)["output"].(map[string]any)
 			require.Len(t, out["labels"], 3)
+		})
+	}
+}
+
+// OpenAI's size follows the model's own: Z-Image-Turbo renders 512x512 (its compiled
+// latents), so "512x512" is served and "1024x1024" refused naming size; a tt-dit model's is
+// 1024x1024.
+func TestHEADImageSizesOpenAIDialect(t *testing.T) {
+	tests := []struct {
+		runner, size string
+		status       int
+	}{
+		{catalogue.RunnerZImageTurbo, "512x512", http.StatusOK},
+		{catalogue.RunnerZImageTurbo, "1024x1024", http.StatusBadRequest},
+		{catalogue.RunnerQwenImage, "1024x1024", http.StatusOK},
+		{catalogue.RunnerQwenImage, "512x512", http.StatusBadRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.runner+"/"+tc.size, func(t *testing.T) {
+			do := serve(t, families.NewRegistry(), map[string]string{"MODEL_RUNNER": tc.runner})
+			body, err := json.Marshal(map[string]any{"prompt": "a lighthouse", "size": tc.size, "model": "gpt-image-1"})
+			require.NoError(t, err)
+			status, answer := do(http.MethodPost, "/v1/images/generations", body)
+			require.Equal(t, tc.status, status, "answer: %v", answer)
+			if tc.status != http.StatusOK {
+				require.Equal(t, "size", answer["error"].(map[string]any)["param"])
+				return
+			}
+			data, err := base64.StdEncoding.DecodeString(answer["data"].([]any)[0].(map[string]any)["b64_json"].(string))
+			require.NoError(t, err)
+			cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+			require.NoError(t, err)
+			require.Equal(t, tc.size, fmt.Sprintf("%dx%d", cfg.Width, cfg.Height))
 		})
 	}
 }
