@@ -165,8 +165,8 @@ func TestImageRespondsToEveryParameter(t *testing.T) {
 		return req
 	}
 	changes := []struct {
-		name   string
-		field  string // the request field changed: a model that refuses it (its catalogue
+		name  string
+		field string // the request field changed: a model that refuses it (its catalogue
 		// policy's Unused, a 400 naming it) has no picture to compare
 		change func(r *runners.ImageRequest)
 		inputs bool // image-to-image and inpainting only
