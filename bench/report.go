@@ -45,8 +45,11 @@ type Report struct {
 
 	// Latency is end to end (request sent to body read) over completed requests.
 	Latency Summary `json:"latency_ms"`
-	// TTFC is time to first chunk over completed streaming requests.
+	// TTFC is time to first chunk over completed streaming requests (speech: the first audio).
 	TTFC *Summary `json:"ttfc_ms,omitempty"`
+	// RTF is the real-time factor of completed speech requests: the audio seconds each one
+	// answered per second of its wall time (above 1: faster than real time).
+	RTF *RTF `json:"rtf,omitempty"`
 	// QueueWait and DeviceTime summarize the X-Queue-Time-Ms and X-Device-Time-Ms headers of
 	// the completed requests that carried them (absent when none did).
 	QueueWait  *Summary `json:"queue_wait_ms,omitempty"`
@@ -77,7 +80,7 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 	if r.Label == "" {
 		r.Label = r.LoadString()
 	}
-	var lat, ttfc, queue, device []float64
+	var lat, ttfc, queue, device, rtf []float64
 	for _, s := range samples {
 		key := s.errKind
 		if key == "" {
@@ -97,6 +100,9 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 		if s.ttfc >= 0 {
 			ttfc = append(ttfc, ms(s.ttfc))
 		}
+		if cfg.Workload.Spec.Kind == KindSpeech && s.latency > 0 {
+			rtf = append(rtf, s.units/s.latency.Seconds())
+		}
 		if s.hasQueue {
 			queue = append(queue, s.queueMs)
 		}
@@ -113,6 +119,10 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 		r.DeviceTime = &d
 	}
 	r.Latency = Summarize(lat)
+	if len(rtf) > 0 {
+		x := Summarize(rtf)
+		r.RTF = &RTF{Count: x.Count, Mean: x.Mean, Min: x.Min, P50: x.P50, Max: x.Max}
+	}
 	if cfg.Workload.Spec.Stream {
 		t := Summarize(ttfc)
 		r.TTFC = &t
@@ -175,6 +185,7 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 	steady := slices.ContainsFunc(reports, func(r *Report) bool { return r.Steady != nil })
 	server := slices.ContainsFunc(reports, func(r *Report) bool { return r.Server != nil })
 	headers := slices.ContainsFunc(reports, func(r *Report) bool { return r.QueueWait != nil || r.DeviceTime != nil })
+	rtf := slices.ContainsFunc(reports, func(r *Report) bool { return r.RTF != nil })
 	b.WriteString("| run | workload | load | sent | ok | failed | status | req/s |")
 	sep := "|---|---|---|---:|---:|---:|---|---:|"
 	if steady {
@@ -189,6 +200,10 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 	}
 	b.WriteString(" mean | p50 | p90 | p99 | std | TTFC p50 | TTFC p99 |")
 	sep += "---:|---:|---:|---:|---:|---:|---:|"
+	if rtf {
+		b.WriteString(" RTF p50 | RTF min |")
+		sep += "---:|---:|"
+	}
 	if server {
 		b.WriteString(" queue wait | device |")
 		sep += "---:|---:|"
@@ -230,6 +245,13 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 		fmt.Fprintf(&b, " %s | %s | %s | %s | %s | %s | %s |",
 			f1(r.Latency.Mean), f1(r.Latency.P50), f1(r.Latency.P90), f1(r.Latency.P99), f1(r.Latency.Std),
 			ttfc50, ttfc99)
+		if rtf {
+			if r.RTF != nil {
+				fmt.Fprintf(&b, " %s | %s |", f2(r.RTF.P50), f2(r.RTF.Min))
+			} else {
+				b.WriteString(" - | - |")
+			}
+		}
 		if server {
 			if r.Server != nil {
 				fmt.Fprintf(&b, " %s | %s |", f1(r.Server.QueueWaitMeanMs), f1(r.Server.DeviceMeanMs))
@@ -262,6 +284,12 @@ func workloadString(s WorkloadSpec) string {
 		if s.Images > 1 {
 			out += fmt.Sprintf(" x%d", s.Images)
 		}
+	case KindSpeech:
+		words := s.Words
+		if words == 0 {
+			words = 20
+		}
+		out += fmt.Sprintf(" %dw", words)
 	case KindAudio:
 		if s.File != "" {
 			out += " file"

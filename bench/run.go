@@ -279,9 +279,12 @@ func do(ctx context.Context, cfg *Config, i int, tag string) sample {
 	s.status = resp.StatusCode
 	s.queueMs, s.hasQueue = headerMs(resp.Header, HeaderQueueTime)
 	s.deviceMs, s.hasDevice = headerMs(resp.Header, HeaderDeviceTime)
-	if w.Spec.Stream && resp.StatusCode == http.StatusOK {
+	switch {
+	case w.Spec.Kind == KindSpeech && resp.StatusCode == http.StatusOK:
+		readAudio(resp.Body, start, &s)
+	case w.Spec.Stream && resp.StatusCode == http.StatusOK:
 		readStream(resp.Body, start, &s)
-	} else {
+	default:
 		data, err := io.ReadAll(resp.Body)
 		s.latency = time.Since(start)
 		if err != nil {

@@ -47,6 +47,9 @@ type WorkloadSpec struct {
 	Preprocess *bool `json:"is_preprocessing_enabled,omitempty"`
 	// File is an audio file (audio) or image file (cnn) to send instead of generated input.
 	File string `json:"file,omitempty"`
+	// Words and Voice of speech requests (defaults 20 and alloy).
+	Words int    `json:"words,omitempty"`
+	Voice string `json:"voice,omitempty"`
 }
 
 // Workload is a prepared request template.
@@ -170,8 +173,12 @@ func NewWorkload(spec WorkloadSpec) (*Workload, error) {
 		w.body = func(int) []byte { return body }
 	case KindLiveness:
 		w.Path, w.Method, w.ContentType, w.Auth = "/tt-liveness", http.MethodGet, "", false
+	case KindSpeech:
+		if err := speechWorkload(w, spec); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("%w: unknown workload %q (want image, audio, cnn or liveness)", ErrConfig, spec.Kind)
+		return nil, fmt.Errorf("%w: unknown workload %q (want image, audio, cnn, speech or liveness)", ErrConfig, spec.Kind)
 	}
 	if spec.Path != "" {
 		w.Path = spec.Path

@@ -30,6 +30,8 @@ type loadFlags struct {
 	stream       bool
 	preprocess   string
 	file         string
+	words        int
+	voice        string
 
 	concurrency string
 	rate        string
@@ -68,7 +70,7 @@ func (f *loadFlags) register(fs *flag.FlagSet, withLoad bool) {
 	fs.BoolVar(&f.noAuth, "no-auth", false, "send no Authorization header")
 	fs.Var(&f.headers, "header", `extra request header "Name: value" (repeatable)`)
 
-	fs.StringVar(&f.kind, "kind", "image", "workload: image, audio, cnn or liveness")
+	fs.StringVar(&f.kind, "kind", "image", "workload: image, audio, cnn, speech or liveness")
 	fs.StringVar(&f.path, "path", "", "route override, e.g. /v1/images/generations")
 	fs.IntVar(&f.images, "images", 1, "image: number_of_images per request (1..4)")
 	fs.Float64Var(&f.guidance, "guidance-scale", 5, "image: guidance_scale")
@@ -77,6 +79,8 @@ func (f *loadFlags) register(fs *flag.FlagSet, withLoad bool) {
 	fs.BoolVar(&f.stream, "stream", false, "audio: ask for NDJSON streaming and measure time to first chunk")
 	fs.StringVar(&f.preprocess, "preprocess", "", "audio: is_preprocessing_enabled true|false (empty: server default)")
 	fs.StringVar(&f.file, "file", "", "audio or cnn: send this file instead of generated input")
+	fs.IntVar(&f.words, "words", 20, "speech: words of the text to speak (streamed pcm: time to first audio, real-time factor)")
+	fs.StringVar(&f.voice, "voice", "alloy", "speech: voice")
 	if !withLoad {
 		return
 	}
@@ -101,6 +105,8 @@ func (f *loadFlags) workload() (*bench.Workload, error) {
 	switch spec.Kind {
 	case bench.KindImage:
 		spec.Images, spec.GuidanceScale, spec.Steps = f.images, f.guidance, f.steps
+	case bench.KindSpeech:
+		spec.Words, spec.Voice = f.words, f.voice
 	case bench.KindAudio:
 		if f.file == "" {
 			spec.AudioSeconds = f.audioSeconds

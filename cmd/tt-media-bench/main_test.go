@@ -132,3 +132,64 @@ func TestCLICompare(t *testing.T) {
 	require.Equal(t, 20, cmp.Server[0].Completed)
 	require.Equal(t, 20, cmp.Baseline[0].Completed)
 }
+
+// speechServer answers /v1/audio/speech with one second of 24 kHz pcm in two flushed pieces,
+// after checking that the request is OpenAI's pcm speech request of the asked words.
+func speechServer(t *testing.T, words int) *httptest.Server {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model, Input, Voice string
+			Format              string `json:"response_format"`
+		}
+		if r.URL.Path != "/v1/audio/speech" || r.Header.Get("Authorization") != "Bearer k" ||
+			json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "tts-1" || req.Voice != "ash" ||
+			req.Format != "pcm" || len(strings.Fields(req.Input)) != words {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "audio/pcm")
+		pcm := make([]byte, 2*24000)
+		_, _ = w.Write(pcm[:4800])
+		w.(http.Flusher).Flush()
+		_, _ = w.Write(pcm[4800:])
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// The speech workload reports the time to first audio (TTFC) and each request's real-time
+// factor: the audio seconds counted from the pcm bytes over the request's wall time.
+func TestCLISpeech(t *testing.T) {
+	ts := speechServer(t, 200)
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"run", "--url", ts.URL, "--token", "k", "--kind", "speech", "--words", "200",
+		"--voice", "ash", "--concurrency", "1", "--requests", "4", "--out", out}, &stdout, io.Discard))
+	s := stdout.String()
+	require.Contains(t, s, "| c=1 | speech 200w | c=1 | 4 | 4 | 0 | 200:4 |")
+	require.Contains(t, s, "| RTF p50 | RTF min |")
+	files, err := filepath.Glob(filepath.Join(out, "bench_speech_*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.Open(files[0])
+	require.NoError(t, err)
+	rep, err := bench.ReadJSON(f)
+	f.Close()
+	require.NoError(t, err)
+	require.Equal(t, "audio_s", rep.UnitName)
+	require.InDelta(t, 4, rep.Units, 1e-9, "one second of audio per answer")
+	require.NotNil(t, rep.TTFC)
+	require.Equal(t, 4, rep.TTFC.Count)
+	require.LessOrEqual(t, rep.TTFC.Min, rep.Latency.Min)
+	require.NotNil(t, rep.RTF)
+	require.Equal(t, 4, rep.RTF.Count)
+	// RTF = 1 s / latency: the slowest request has the lowest factor, the fastest the highest.
+	require.InEpsilon(t, 1000/rep.Latency.Max, rep.RTF.Min, 1e-9)
+	require.InEpsilon(t, 1000/rep.Latency.Min, rep.RTF.Max, 1e-9)
+
+	// A refused request counts as failed, with no audio.
+	var refused bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"run", "--url", ts.URL, "--token", "k", "--kind", "speech", "--words", "20",
+		"--voice", "ash", "--concurrency", "1", "--requests", "2"}, &refused, io.Discard))
+	require.Contains(t, refused.String(), "| c=1 | speech 20w | c=1 | 2 | 0 | 2 | 400:2 |")
+}
