@@ -341,24 +341,43 @@ func BenchmarkPreprocess(b *testing.B) {
 }
 
 // BenchmarkDecodeAndPreprocessJPEG is the whole host path of one upload: JPEG decode, RGB
-// conversion, preprocessing.
+// conversion, preprocessing; "route" is what the CNN route and runner do (the decoded storage
+// recycled, the tensor written as the device's bf16).
 func BenchmarkDecodeAndPreprocessJPEG(b *testing.B) {
 	var buf bytes.Buffer
 	require.NoError(b, jpeg.Encode(&buf, checker(640, 480), &jpeg.Options{Quality: 90}))
 	data := buf.Bytes()
-	dst := make([]float32, ImageElems)
-	b.ReportAllocs()
-	cpu0 := processCPUTime()
-	for b.Loop() {
-		rgb, _, err := imaging.DecodeRGB(data, 0)
-		if err != nil {
-			b.Fatal(err)
+	b.Run("f32", func(b *testing.B) {
+		dst := make([]float32, ImageElems)
+		b.ReportAllocs()
+		cpu0 := processCPUTime()
+		for b.Loop() {
+			rgb, _, err := imaging.DecodeRGB(data, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := PreprocessInto(dst, rgb, PILBilinear); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if err := PreprocessInto(dst, rgb, PILBilinear); err != nil {
-			b.Fatal(err)
+		reportCPU(b, cpu0, 1)
+	})
+	b.Run("route", func(b *testing.B) {
+		dst := make([]byte, 2*ImageElems)
+		b.ReportAllocs()
+		cpu0 := processCPUTime()
+		for b.Loop() {
+			rgb, _, err := imaging.DecodeRGB(data, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := PreprocessBF16Into(dst, rgb, PILBilinear); err != nil {
+				b.Fatal(err)
+			}
+			imaging.RecycleRGB(rgb)
 		}
-	}
-	reportCPU(b, cpu0, 1)
+		reportCPU(b, cpu0, 1)
+	})
 }
 
 // reportCPU adds CPU nanoseconds per image and images per CPU-second (images/s/core) to a
