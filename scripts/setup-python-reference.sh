@@ -9,6 +9,10 @@
 #   REF=/path/to/tt-media-server scripts/setup-python-reference.sh          # a checked-out tree
 #   REF_GIT=/path/to/tt-inference-server.git scripts/setup-python-reference.sh   # git dir; REF_COMMIT (a8e7d0bd8)
 #
+# Any clone or snapshot of github.com/tenstorrent/tt-inference-server that holds a8e7d0bd8 serves
+# as REF_GIT (e.g. `git clone --bare`, or a mirror snapshot; one test payload blob absent from a
+# snapshot only prints an error, the server's files are all there).
+#
 # Result: $PYREF/ttms (the patched tree) and $PYREF/site (PYTHONPATH); default
 # PYREF=~/.cache/tt-media-server-go/python-reference. Needs root for apt, and a python3 with
 # pydantic 2 and pydantic-settings 2 (the machine's pyenv 3.11).
