@@ -43,14 +43,14 @@ type speechState struct {
 func (s *Server) speechRoutes(r *gin.Engine, authed, limited, deadline gin.HandlerFunc) {
 	s.initSpeech()
 	r.POST(legacySpeechPath, deprecated(speechPath), authed, limited, deadline, s.limitBody(maxJSONBody, dialectPython),
-		s.inference(inferenceRoute{rule: &speechRule, successor: speechPath, python: s.handlePythonSpeech}))
+		s.inference(inferenceRoute{rule: &speechRule, successor: speechPath, handle: s.handleSpeech(nil)}))
 }
 
 // speechOpenAIRoutes mounts POST /v1/audio/speech (both dialects) and GET /v1/audio/voices on g.
 func (s *Server) speechOpenAIRoutes(g *gin.RouterGroup, models *modelTable, auth, limited, deadline gin.HandlerFunc) {
 	s.initSpeech()
 	g.POST("/audio/speech", auth, limited, deadline, s.limitBody(maxJSONBody, dialectOpenAI),
-		s.inference(inferenceRoute{rule: &speechRule, python: s.handlePythonSpeech, openai: s.handleOpenAISpeech(models)}))
+		s.inference(inferenceRoute{rule: &speechRule, handle: s.handleSpeech(models)}))
 	g.GET("/audio/voices", auth, s.handleVoices)
 }
 

@@ -21,24 +21,51 @@ import (
 // openAIPCMRate is OpenAI's pcm: raw 16-bit samples at 24 kHz.
 const openAIPCMRate = 24000
 
-// handlePythonSpeech answers HEAD's TextToSpeechRequest with a whole file (wav, mp3, ogg) or
-// HEAD's JSON {audio (base64 WAV), duration, sample_rate, format, speaker_id}, speaker_id being
-// the speaker actually used (null for a client's embedding).
-func (s *Server) handlePythonSpeech(c *gin.Context, in *request) {
-	if s.speech.loadErr != nil {
-		s.fail(c, dialectPython, s.speech.loadErr)
-		return
+// handleSpeech serves the speech routes (POST /v1/audio/speech in both dialects, the legacy
+// path in HEAD's): the dialect's reader fills the one request type (speechJob), and the answer
+// takes the dialect's shape. HEAD's TextToSpeechRequest is answered with a whole file (wav,
+// mp3, ogg) or HEAD's JSON {audio (base64 WAV), duration, sample_rate, format, speaker_id},
+// speaker_id being the speaker actually used (null for a client's embedding).
+//
+// OpenAI's CreateSpeechRequest is answered as a stream: the audio of each text chunk is encoded
+// and flushed as soon as it is vocoded (chunked transfer), or with stream_format "sse" sent as
+// speech.audio.delta events (base64 of the next bytes of the encoded stream) and a final
+// speech.audio.done with the usage (input_tokens: the SpeechT5 token ids spoken; output_tokens:
+// the decoder steps, two mel frames each). An error before the first byte is an ordinary error
+// answer; after it, an SSE stream ends with an error event and a binary stream is cut off (the
+// connection is aborted, so the client sees an incomplete transfer, never a silently shorter
+// file). models answers OpenAI's model names (nil on the legacy path).
+func (s *Server) handleSpeech(models *modelTable) handlerFunc {
+	return func(c *gin.Context, in *request) {
+		if s.speech.loadErr != nil {
+			s.fail(c, in.dialect, s.speech.loadErr)
+			return
+		}
+		b, err := in.jsonBody()
+		if err != nil {
+			s.fail(c, in.dialect, err)
+			return
+		}
+		var job *speechJob
+		if in.dialect == dialectOpenAI {
+			job, err = parseOpenAISpeech(b, models, s.speech.voices)
+		} else {
+			job, err = parsePythonSpeech(b, s.speech.voices)
+		}
+		if err != nil {
+			s.fail(c, in.dialect, err)
+			return
+		}
+		if in.dialect == dialectOpenAI {
+			s.streamSpeech(c, job)
+			return
+		}
+		s.answerSpeechFile(c, job)
 	}
-	b, err := in.jsonBody()
-	if err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
-	job, err := parsePythonSpeech(b, s.speech.voices)
-	if err != nil {
-		s.fail(c, dialectPython, err)
-		return
-	}
+}
+
+// answerSpeechFile synthesises a HEAD-dialect request whole and answers the file or HEAD's JSON.
+func (s *Server) answerSpeechFile(c *gin.Context, job *speechJob) {
 	v, err := s.pool(runners.ServiceTextToSpeech).Sched.Submit(c.Request.Context(), job.req, nil)
 	if err != nil {
 		s.fail(c, dialectPython, err)
@@ -75,34 +102,6 @@ func (s *Server) handlePythonSpeech(c *gin.Context, in *request) {
 	}
 	c.Header("Content-Disposition", "attachment; filename=speech."+format)
 	c.Data(http.StatusOK, audioenc.ContentType(format), buf.Bytes())
-}
-
-// handleOpenAISpeech answers OpenAI's CreateSpeechRequest as a stream: the audio of each text
-// chunk is encoded and flushed as soon as it is vocoded (chunked transfer), or with
-// stream_format "sse" sent as speech.audio.delta events (base64 of the next bytes of the
-// encoded stream) and a final speech.audio.done with the usage (input_tokens: the SpeechT5
-// token ids spoken; output_tokens: the decoder steps, two mel frames each). An error before the
-// first byte is an ordinary error answer; after it, an SSE stream ends with an error event and
-// a binary stream is cut off (the connection is aborted, so the client sees an incomplete
-// transfer, never a silently shorter file).
-func (s *Server) handleOpenAISpeech(models *modelTable) handlerFunc {
-	return func(c *gin.Context, in *request) {
-		if s.speech.loadErr != nil {
-			s.fail(c, dialectOpenAI, s.speech.loadErr)
-			return
-		}
-		b, err := in.jsonBody()
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		job, err := parseOpenAISpeech(b, models, s.speech.voices)
-		if err != nil {
-			s.fail(c, dialectOpenAI, err)
-			return
-		}
-		s.streamSpeech(c, job)
-	}
 }
 
 // lockedFlusher writes to the response and flushes after every write; the encoder's output
