@@ -17,6 +17,11 @@ const (
 	RunnerMiniMaxH3T2VA     = "tt-minimax-h3-t2va"
 )
 
+// wan22GuidedStep is the simulated device time of one guided Wan2.2 T2V denoising step on a
+// (2,4) mesh at 832x480: 800 s for 40 steps in tt-metal's
+// models/tt_dit/tests/models/wan2_2/test_performance_wan.py (t2v_metrics, Wormhole T3K).
+const wan22GuidedStep = 20.0
+
 // dit is HEAD's tt-dit runner module.
 const dit = "tt_model_runners.dit_runners."
 
@@ -26,6 +31,9 @@ var videoModels = []Model{
 	func() Model {
 		m := videoModel(RunnerWan22, "Wan2.2-T2V-A14B-Diffusers", "TTWan22Runner", wanSpec(false, 0))
 		m.Default = true
+		// The Go road's host pipeline (runners/wan/t2v) on the simulator: a guided step is two
+		// expert runs of the wan22-t2v-transformer manifests' 10 s (TT's T3K figure at 832x480).
+		m.Sim.PipelineUnitSeconds = wan22GuidedStep
 		return m
 	}(),
 	videoModel(RunnerWan22T2VProdia, "Wan2.2-T2V-A14B-Prodia", "TTWan22T2VProdiaRunner", wanSpec(false, 0)),

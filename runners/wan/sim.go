@@ -4,8 +4,9 @@
 // model's device time (MOCK_STEP_SECONDS per denoising step), tells progress after every step,
 // stops at the next step when its task is cancelled, and makes a deterministic moving picture
 // that depends on the prompt, the seed and the I2V images, at the size the request names (the
-// server shrinks it by MOCK_VIDEO_SCALE in mock-device mode). The real Wan host pipeline is not
-// here yet (docs/API.md says so).
+// server shrinks it by MOCK_VIDEO_SCALE in mock-device mode). tt-wan2.2 can instead run the
+// Wan2.2 T2V host pipeline (runners/wan/t2v) on the simulator: PipelineRunner, chosen by
+// PipelineFactory.
 package wan
 
 import (
@@ -20,14 +21,21 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 )
 
-// Register adds every catalogued video model, each served by the simulated runner.
+// Register adds every catalogued video model, each served by the simulated runner, except
+// that tt-wan2.2 runs the Wan2.2 T2V host pipeline on the simulator when PipelineFactory can
+// (MODEL_WEIGHTS_PATH with the UMT5 tokenizer, mock-device mode).
 func Register(reg *runners.Registry) {
 	for _, m := range runners.Models() {
 		if m.Service == runners.ServiceVideo {
 			f := Factory(m.Name)
+			if m.Name == catalogue.RunnerWan22 {
+				reg.Register(m.Name, PipelineFactory(m.Name, f), f)
+				continue
+			}
 			reg.Register(m.Name, f, f)
 		}
 	}

@@ -1,0 +1,245 @@
+package wan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	xdraw "golang.org/x/image/draw"
+
+	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
+	"github.com/tenstorrent/tt-media-server-go/ttnn"
+)
+
+// PipelineFactory is tt-wan2.2's factory: in mock-device mode, when MODEL_WEIGHTS_PATH holds
+// the UMT5 tokenizer (tokenizer/spiece.model or tokenizer/tokenizer.json) and this worker can
+// open the simulator, the Wan2.2 T2V host pipeline (runners/wan/t2v) over the declared
+// wan22-t2v-* programs on the simulator; otherwise fallback (the simulated runner), logged
+// with the reason.
+func PipelineFactory(model string, fallback runners.Factory) runners.Factory {
+	return func(spec runners.WorkerSpec) (runners.Runner, error) {
+		s := spec.Settings
+		why := runners.SimPipelineBlocker(s, spec.Parent != nil)
+		tok := ""
+		if why == "" {
+			if tok = TokenizerPath(s.ModelWeightsPath); tok == "" {
+				why = "MODEL_WEIGHTS_PATH has no tokenizer/spiece.model or tokenizer/tokenizer.json"
+			}
+		}
+		if why != "" {
+			slog.Info("wan runner: using the simulated video runner", "runner", model, "worker", spec.WorkerID, "reason", why)
+			return fallback(spec)
+		}
+		entry, ok := runners.Lookup(model, s)
+		if !ok || entry.Video == nil {
+			return nil, fmt.Errorf("%w %q: not a video model", runners.ErrUnknownRunner, model)
+		}
+		tk, err := umt5.Load(tok)
+		if err != nil {
+			return nil, runners.Permanent(err)
+		}
+		mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
+		opts := simdev.Options(entry, s, mesh)
+		// The simulator's time follows MOCK_STEP_SECONDS per denoising step (two expert runs).
+		opts.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), entry.Sim.PipelineUnit())
+		if spec.Parent != nil {
+			opts.DeviceIDs = spec.Devices
+		}
+		slog.Info("wan runner: Wan2.2 T2V pipeline on the simulator", "runner", model, "worker", spec.WorkerID, "tokenizer", tok)
+		return &PipelineRunner{model: entry.Name, fps: entry.Video.FPS, tok: tk, opts: opts, parent: spec.Parent, programs: t2v.Programs()}, nil
+	}
+}
+
+// TokenizerPath is the UMT5 tokenizer file under weights ("" when there is none).
+func TokenizerPath(weights string) string {
+	if weights == "" {
+		return ""
+	}
+	for _, name := range []string{"spiece.model", "tokenizer.json"} {
+		p := filepath.Join(weights, "tokenizer", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// PipelineRunner is the Wan2.2 T2V host pipeline on the simulated device: Warmup opens the
+// device and loads the programs, Run renders one clip per task with progress after every
+// step, stopping at the next step when its task is cancelled.
+type PipelineRunner struct {
+	model    string
+	fps      int
+	tok      *umt5.Tokenizer
+	opts     ttnn.Options
+	parent   *ttnn.Device
+	programs fs.FS
+
+	mu     sync.Mutex
+	dev    *ttnn.Device
+	td     *t2v.TTNNDevice
+	pipe   *t2v.Pipeline
+	closed bool
+}
+
+// NewPipelineRunner is a PipelineRunner over programs (t2v.Programs() or a test's smaller set)
+// with device options opts.
+func NewPipelineRunner(model string, fps int, tok *umt5.Tokenizer, opts ttnn.Options, programs fs.FS) *PipelineRunner {
+	return &PipelineRunner{model: model, fps: fps, tok: tok, opts: opts, programs: programs}
+}
+
+// Warmup opens the device, loads the programs and renders HEAD's warm-up clip (2 steps).
+func (r *PipelineRunner) Warmup(ctx context.Context) (err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return simdev.ErrClosed
+	}
+	if r.pipe != nil {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			_ = r.closeDevice()
+			err = fmt.Errorf("%s warm-up: %w", r.model, err)
+		}
+	}()
+	if err := ttnn.Init(config.BackendSim); err != nil {
+		return fmt.Errorf("device backend: %w", err)
+	}
+	if r.dev, err = simdev.OpenDevice(ctx, r.parent, r.opts); err != nil {
+		return fmt.Errorf("open device (mesh %v): %w", r.opts.Mesh, simdev.DeviceErr(err))
+	}
+	if r.td, err = t2v.NewTTNNDevice(ctx, r.dev, r.programs); err != nil {
+		return err
+	}
+	if r.pipe, err = t2v.New(r.td, r.tok, t2v.Wan22Config()); err != nil {
+		return err
+	}
+	_, err = r.pipe.Generate(ctx, t2v.Request{Prompt: "Sunrise on a beach", Steps: 2}, t2v.Hooks{})
+	return err
+}
+
+// Stats returns the device's program runs (zero before Warmup).
+func (r *PipelineRunner) Stats() t2v.TTNNStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.td == nil {
+		return t2v.TTNNStats{}
+	}
+	return r.td.Stats()
+}
+
+// Run renders one clip per task (each task's context and the batch's stop it).
+func (r *PipelineRunner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return simdev.ClosedOutcomes(len(tasks))
+	}
+	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (runners.Result, error) {
+		if r.pipe == nil {
+			return nil, fmt.Errorf("%s: the runner is not warmed up", r.model)
+		}
+		res, err := r.generate(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.model, err)
+		}
+		return res, nil
+	})
+}
+
+func (r *PipelineRunner) generate(ctx context.Context, t runners.Task) (*runners.VideoResult, error) {
+	req, err := runners.RequestAs[*runners.VideoRequest](t)
+	if err != nil || req == nil {
+		return nil, fmt.Errorf("request is %T, not *runners.VideoRequest", t.Request)
+	}
+	if len(req.Images) > 0 {
+		return nil, &simdev.BadRequest{Msg: r.model + ": image_prompts: the Wan2.2 T2V pipeline takes no images"}
+	}
+	if req.Width <= 0 || req.Height <= 0 || req.Frames <= 0 {
+		return nil, &simdev.BadRequest{Msg: fmt.Sprintf("%s: clip size %dx%d with %d frames", r.model, req.Width, req.Height, req.Frames)}
+	}
+	steps := max(req.Steps, 1)
+	progress := func(done int) error {
+		if t.Progress != nil {
+			t.Progress(done, steps)
+		}
+		if t.Emit != nil {
+			return t.Emit(runners.VideoProgress{Done: done, Total: steps})
+		}
+		return nil
+	}
+	if err := progress(0); err != nil {
+		return nil, err
+	}
+	frames, err := r.pipe.Generate(ctx, t2v.Request{Prompt: req.Prompt, NegativePrompt: req.NegativePrompt, Steps: steps,
+		Seed: uint64(req.Seed)}, t2v.Hooks{Step: func(done, _ int) error { return progress(done) }})
+	if errors.Is(err, t2v.ErrRequest) {
+		return nil, &simdev.BadRequest{Msg: err.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	sh := r.pipe.Shape()
+	return &runners.VideoResult{Width: req.Width, Height: req.Height, FPS: r.fps,
+		Frames: fit(frames, sh.Width, sh.Height, req.Width, req.Height, req.Frames)}, nil
+}
+
+// fit returns n frames of w×h from the pipeline's frames of pw×ph: the nearest frame in time,
+// scaled bilinearly when the sizes differ (mock-device mode's MOCK_VIDEO_SCALE shrinks the
+// request).
+func fit(frames [][]byte, pw, ph, w, h, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range n {
+		src := frames[min(i*len(frames)/n, len(frames)-1)]
+		if pw == w && ph == h {
+			out[i] = src
+			continue
+		}
+		from := image.NewNRGBA(image.Rect(0, 0, pw, ph))
+		for p, q := 0, 0; p < len(src); p, q = p+3, q+4 {
+			from.Pix[q], from.Pix[q+1], from.Pix[q+2], from.Pix[q+3] = src[p], src[p+1], src[p+2], 255
+		}
+		dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+		xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), from, from.Bounds(), xdraw.Src, nil)
+		fr := make([]byte, w*h*3)
+		for p, q := 0, 0; p < len(fr); p, q = p+3, q+4 {
+			fr[p], fr[p+1], fr[p+2] = dst.Pix[q], dst.Pix[q+1], dst.Pix[q+2]
+		}
+		out[i] = fr
+	}
+	return out
+}
+
+// Close releases the programs and the device.
+func (r *PipelineRunner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return r.closeDevice()
+}
+
+func (r *PipelineRunner) closeDevice() error {
+	var errs []error
+	if r.td != nil {
+		errs = append(errs, r.td.Close())
+		r.td = nil
+	}
+	if r.dev != nil {
+		errs = append(errs, r.dev.Close())
+		r.dev = nil
+	}
+	r.pipe = nil
+	return errors.Join(errs...)
+}
