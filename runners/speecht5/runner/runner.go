@@ -154,7 +154,7 @@ func (r *Runner) Warmup(ctx context.Context) error {
 	if err := r.dev.Open(ctx); err != nil {
 		return fmt.Errorf("speecht5 warm-up: %w", err)
 	}
-	if _, err := r.speak(ctx, &runners.SpeechRequest{Text: "Warm up."}, nil); err != nil {
+	if _, err := r.speak(ctx, &runners.SpeechRequest{Text: "Warm up."}, nil, nil); err != nil {
 		return fmt.Errorf("speecht5 warm-up inference: %w", err)
 	}
 	return nil
@@ -176,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 		req, err := runners.RequestAs[*runners.SpeechRequest](t)
 		if err == nil {
 			var res *runners.SpeechResult
-			res, err = r.speak(tctx, req, t.Emit)
+			res, err = r.speak(tctx, req, t.Emit, t.Progress)
 			out[i] = runners.Outcome{Value: res}
 		}
 		stop()
@@ -188,8 +188,11 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 	return out
 }
 
-// speak resolves the speaker and runs the pipeline.
-func (r *Runner) speak(ctx context.Context, req *runners.SpeechRequest, emit func(runners.Chunk) error) (*runners.SpeechResult, error) {
+// speak resolves the speaker and runs the pipeline. progress (may be nil) is told the decoder
+// steps done after each one — the scheduler's cancel watch reads it (the metric
+// tt_media_server_steps_after_cancel: a cancelled request's steps after its cancel); the total
+// is not known before the stop rule fires, so it is given as done+1.
+func (r *Runner) speak(ctx context.Context, req *runners.SpeechRequest, emit func(runners.Chunk) error, progress func(done, total int)) (*runners.SpeechResult, error) {
 	emb, id := req.Embedding, ""
 	if emb == nil {
 		id = req.SpeakerID
@@ -203,10 +206,14 @@ func (r *Runner) speak(ctx context.Context, req *runners.SpeechRequest, emit fun
 	} else if len(emb) != runners.SpeechEmbeddingDim {
 		return nil, &simdev.BadRequest{Msg: fmt.Sprintf("speaker_embedding: %d floats, want %d", len(emb), runners.SpeechEmbeddingDim)}
 	}
-	lastStep := [2]int{}
+	lastStep, done := [2]int{}, 0
 	p := &pipeline.Pipeline{Tok: r.cfg.Tok, Dev: &simvoice.Device{Timer: r, Speaker: emb},
 		OnStep: func(chunk, step int) {
 			lastStep = [2]int{chunk, step}
+			done++
+			if progress != nil {
+				progress(done, done+1)
+			}
 			if r.cfg.OnStep != nil {
 				r.cfg.OnStep(chunk, step)
 			}

@@ -86,7 +86,13 @@ func TestStreamsChunksAndStopsOnCancel(t *testing.T) {
 		text += "Streaming speech goes out one chunk at a time as it is ready. "
 	}
 	var chunks []*runners.SpeechChunk
+	progressed := 0
 	out := r.Run(context.Background(), []runners.Task{{Ctx: ctx, Request: &runners.SpeechRequest{Text: text, Stream: true},
+		Progress: func(done, total int) {
+			progressed++
+			require.Equal(t, progressed, done, "done counts the decoder steps")
+			require.Greater(t, total, done)
+		},
 		Emit: func(c runners.Chunk) error {
 			sc, ok := runners.ChunkAs[*runners.SpeechChunk](c)
 			require.True(t, ok)
@@ -101,6 +107,7 @@ func TestStreamsChunksAndStopsOnCancel(t *testing.T) {
 	require.Greater(t, chunks[0].Chunks, 1)
 	first := (len(chunks[0].Samples)+len(chunks[1].Samples))/(2*256) + 4 // chunk 0's steps, then steps 0-3 of chunk 1
 	require.Equal(t, first, steps, "no decoder step after the cancel")
+	require.Equal(t, steps, progressed, "every decoder step is reported to the scheduler's cancel watch")
 }
 
 // The first audio of a streamed 200-word text comes after as many decoder steps as that of a
