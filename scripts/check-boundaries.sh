@@ -6,7 +6,9 @@
 #   * gin only in server/ (direct imports);
 #   * runners/catalogue imports nothing of the module (config and runners both derive from it);
 #   * no package imports a runner hub: runners/<family> packages are imported by the families'
-#     registry, the server binary and tests only, never by one another's simulated runners.
+#     registry, the server binary and tests only, never by one another's simulated runners;
+#   * no two packages share a name (other than main): a family's runner, host pipeline and
+#     tokenizer packages are <family>runner, <family>pipeline, <family>tokenizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
@@ -34,7 +36,14 @@ if [ -n "$leaf" ]; then
 	echo "runners/catalogue must be a leaf (config and runners import it); it imports:"; echo "$leaf" | sed 's/^/  /'; fail=1
 fi
 
+dup=$(go list -f '{{.Name}}' ./... | grep -v -x main | sort | uniq -d)
+if [ -n "$dup" ]; then
+	echo "package names used twice (docs/DEVELOPERS.md: a family's runner/pipeline/tokenizer is <family>runner, ...):"
+	for n in $dup; do go list -f '{{.Name}} {{.ImportPath}}' ./... | awk -v n="$n" '$1 == n { print "  " $0 }'; done
+	fail=1
+fi
+
 if [ "$fail" = 0 ]; then
-	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock, runners/catalogue a leaf"
+	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock, runners/catalogue a leaf, no package name used twice"
 fi
 exit "$fail"

@@ -12,7 +12,7 @@
 #      compiled with -Wall -Wextra -Wpedantic -Werror (the SDK headers are -isystem), linked
 #      against the fake (CGO_LDFLAGS -L/-rpath);
 #   5. `go test -tags ttnn` of $CHECK_METAL_PKGS (default: ./ttnn/... ./runners/programs/ ./runners/resnet/
-#      ./runners/diffusion/runner/ ./runners/whisper/runner/ ./cmd/...):
+#      ./runners/diffusion/diffusionrunner/ ./runners/whisper/whisperrunner/ ./cmd/...):
 #      the tests that open DEVICE_BACKEND=metal run the backend over the fake;
 #   6. the server binary built with -tags ttnn runs tests/metal_test.go: a resnet50.ttnn that
 #      differs from its declaration fails the worker at once with one line; the declared one
@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 sdk=${TT_MLIR_SDK:-$root/../shared/tt-mlir-sdk}
 build=${CHECK_METAL_BUILD:-${TT_TOOLS_CACHE:-$HOME/.cache/tt-media-server-go}/metal-build}
-pkgs=${CHECK_METAL_PKGS:-./ttnn/... ./runners/programs/ ./runners/resnet/ ./runners/diffusion/runner/ ./runners/whisper/runner/ ./cmd/...}
+pkgs=${CHECK_METAL_PKGS:-./ttnn/... ./runners/programs/ ./runners/resnet/ ./runners/diffusion/diffusionrunner/ ./runners/whisper/whisperrunner/ ./cmd/...}
 
 fail_or_skip() {
 	if [ "${CI:-}" = true ]; then
@@ -89,7 +89,7 @@ if [ -x scripts/install-golangci-lint.sh ]; then
 	# The untagged lint in .ci/run does not see the files behind the tag.
 	echo "== check-metal: golangci-lint --build-tags ttnn (the tagged packages)"
 	nice -n 10 "$(scripts/install-golangci-lint.sh)" run --allow-parallel-runners --build-tags ttnn \
-		./ttnn/... ./runners/programs/... ./runners/resnet/... ./runners/diffusion/... ./runners/whisper/runner/... ./tests/
+		./ttnn/... ./runners/programs/... ./runners/resnet/... ./runners/diffusion/... ./runners/whisper/whisperrunner/... ./tests/
 fi
 echo "== check-metal: go test -tags ttnn $pkgs (metal over the fake runtime)"
 if [ -f .ci/testsummary.go ]; then

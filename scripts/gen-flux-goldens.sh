@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates the golden data of the Flux.1 host maths (issue 27 item 4) into
 # $TT_GOLDEN_DIR/flux (default ~/.cache/tt-media-server-go/goldens/flux; never into the
-# repository), where runners/diffusion/schedulers' and pipeline's tests find it
+# repository), where runners/diffusion/samplers' and diffusionpipeline's tests find it
 # (internal/shareddata).
 #
 #   scripts/gen-flux-goldens.sh DIFFUSERS_SRC [OUT_DIR]

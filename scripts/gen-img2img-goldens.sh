@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates the golden data of the SDXL image-to-image and inpainting host maths (issue 18,
 # items 5) into $TT_GOLDEN_DIR/img2img (default ~/.cache/tt-media-server-go/goldens/img2img;
-# never into the repository), where runners/diffusion/imageproc's and schedulers' tests find it
+# never into the repository), where runners/diffusion/imageproc's and samplers' tests find it
 # (internal/shareddata).
 #
 #   scripts/gen-img2img-goldens.sh DIFFUSERS_SRC [OUT_DIR]

@@ -224,7 +224,7 @@ func TestSpeechQueueFull(t *testing.T) {
 }
 
 // A client that goes away after the first chunk cancels the job's context: the runner sees it
-// at its next decoder step (runners/speecht5/runner's test shows the loop stops there).
+// at its next decoder step (runners/speecht5/speecht5runner's test shows the loop stops there).
 func TestSpeechDisconnectCancelsJob(t *testing.T) {
 	cancelled := make(chan struct{})
 	f := &fakeSched{ready: true, submit: func(ctx context.Context, _ runners.Request, emit func(runners.Chunk) error) (runners.Result, error) {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The real Whisper runner (runners/whisper/runner) on the C simulator, through the binary:
+// The real Whisper runner (runners/whisper/whisperrunner) on the C simulator, through the binary:
 // MODEL_RUNNER=tt-whisper with the vocabulary of ../shared/testdata/whisper in
 // MODEL_WEIGHTS_PATH, so the runner loads the encoder and the traced decoder-step programs and
 // decodes with openai/whisper's loop. Unscripted (no TTB_SIM_SCRIPT), every window the sim

@@ -22,7 +22,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/metrics"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 	"github.com/tenstorrent/tt-media-server-go/scheduler"
 	"github.com/tenstorrent/tt-media-server-go/server"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	// AUDIO_LANGUAGE must be a language Whisper knows (config cannot ask the tokenizer).
-	if _, err := tokenizer.NormalizeLanguage(settings.AudioLanguage); err != nil {
+	if _, err := whispertokenizer.NormalizeLanguage(settings.AudioLanguage); err != nil {
 		return fmt.Errorf("%w: AUDIO_LANGUAGE=%q: %w", config.ErrInvalid, settings.AudioLanguage, err)
 	}
 	log, closeLog, err := newLogger(settings, stderr)

@@ -3,7 +3,7 @@
 // the server (api.go: inpainting masks, LoRA checks); each job lives in a subpackage:
 //
 //   - clip: CLIP's byte-level BPE tokenizer and the SDXL two-encoder 77-id inputs.
-//   - schedulers: diffusers' EulerDiscreteScheduler and FlowMatchEulerDiscreteScheduler maths.
+//   - samplers: diffusers' EulerDiscreteScheduler and FlowMatchEulerDiscreteScheduler maths.
 //   - latents: initial latents from a seed, equal to torch's CPU generator (manual_seed + randn).
 //   - pipeline: the SDXL and SD3.5 host pipelines over device programs (encoders once, the
 //     denoiser N steps as a replayed trace, VAE once), with fake devices for tests and ones on

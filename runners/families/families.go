@@ -7,11 +7,11 @@ package families
 import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/cnnsim"
-	diffusionrunner "github.com/tenstorrent/tt-media-server-go/runners/diffusion/runner"
+	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/diffusionrunner"
 	"github.com/tenstorrent/tt-media-server-go/runners/resnet"
-	speecht5runner "github.com/tenstorrent/tt-media-server-go/runners/speecht5/runner"
+	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/speecht5runner"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan"
-	whisperrunner "github.com/tenstorrent/tt-media-server-go/runners/whisper/runner"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whisperrunner"
 )
 
 // NewRegistry returns the registry of every MODEL_RUNNER of the catalogue.

@@ -2,7 +2,7 @@
 // (its name, the mesh and batch it is compiled for, and every function's inputs and outputs with
 // dtype, shape and layout) declared once. The catalogue (runners.Model.Programs) names them;
 // both backends check a loaded program against its declaration (ttnn.ProgramSpec.Check): the
-// simulator manifests (ttnn/programs, runners/diffusion/pipeline/programs) are verified against
+// simulator manifests (ttnn/programs, runners/diffusion/diffusionpipeline/programs) are verified against
 // it by this package's tests, and the metal backend's .ttnn files — <MODEL_WEIGHTS_PATH>/<name>.ttnn,
 // one file per program, all its functions inside (docs/DEVICE-PROGRAMS.md) — when a runner loads them.
 package programs

@@ -10,15 +10,17 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/fanout"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 // NormalizeLanguage maps a language name or code ("English", "en") to Whisper's code; an
 // unknown one is an error naming it.
-func NormalizeLanguage(language string) (string, error) { return tokenizer.NormalizeLanguage(language) }
+func NormalizeLanguage(language string) (string, error) {
+	return whispertokenizer.NormalizeLanguage(language)
+}
 
 // LanguageName is a Whisper language code's English name ("en" → "english").
-func LanguageName(code string) (string, bool) { return tokenizer.LanguageName(code) }
+func LanguageName(code string) (string, bool) { return whispertokenizer.LanguageName(code) }
 
 // CompressionRatio is Whisper's gzip compression ratio of a text (bytes / zlib bytes), the
 // figure its decoder's fallback compares with compression_ratio_threshold.

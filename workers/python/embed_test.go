@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 func TestInstall(t *testing.T) {
@@ -37,7 +37,7 @@ func TestLanguageNames(t *testing.T) {
 	pairs := regexp.MustCompile(`"([a-z]{2,3})": "([a-z ]+)"`).FindAllStringSubmatch(string(src), -1)
 	require.Len(t, pairs, 100)
 	for _, p := range pairs {
-		name, ok := tokenizer.LanguageName(p[1])
+		name, ok := whispertokenizer.LanguageName(p[1])
 		require.True(t, ok, p[1])
 		require.Equal(t, name, p[2], p[1])
 	}

@@ -68,7 +68,7 @@ REQUESTS = {
     "cnn": ("domain.image_search_request", "ImageSearchRequest"),
 }
 
-# ISO-639-1 code -> whisper's language name, as the Go runners answer (runners/whisper/tokenizer).
+# ISO-639-1 code -> whisper's language name, as the Go runners answer (runners/whisper/whispertokenizer).
 WHISPER_LANGUAGES = {
     "en": "english", "zh": "chinese", "de": "german", "es": "spanish", "ru": "russian",
     "ko": "korean", "fr": "french", "ja": "japanese", "pt": "portuguese", "tr": "turkish",

@@ -7,7 +7,7 @@
 // the tensor data is read only afterwards, one tensor at a time, when the factors are streamed
 // (never the whole file at once). Adapters are cached by file identity within a byte bound,
 // concurrent loads of one file share one read, and a bad file's verdict is remembered for a
-// while. The fusion into the weights is the device's (runners/diffusion/pipeline); this
+// while. The fusion into the weights is the device's (runners/diffusion/diffusionpipeline); this
 // package gives it the factors.
 package lora
 

@@ -12,7 +12,7 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/pipeline"
+	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/speecht5pipeline"
 )
 
 // Program names of SpeechT5's device programs (runners/programs declares them).
@@ -74,18 +74,18 @@ func VoiceOf(emb []float32) Voice {
 }
 
 // Encode spends the bucket's encoder time and keeps the real ids.
-func (d *Device) Encode(ctx context.Context, ids []int32, _ []float32, realLen int) (pipeline.Encoded, error) {
+func (d *Device) Encode(ctx context.Context, ids []int32, _ []float32, realLen int) (speecht5pipeline.Encoded, error) {
 	if err := d.Timer.Spend(ctx, ProgEncoder(len(ids)), 1); err != nil {
 		return nil, err
 	}
 	steps := int(math.Ceil(StepsPerToken * float64(realLen)))
-	steps = min(max(steps, pipeline.MinStopStep+1), pipeline.MaxSteps)
+	steps = min(max(steps, speecht5pipeline.MinStopStep+1), speecht5pipeline.MaxSteps)
 	return &encoded{ids: append([]int32(nil), ids[:realLen]...), steps: steps}, nil
 }
 
 // Step spends one decoder step and one postnet run and returns the frames of the character
 // the step falls on; its stop logits are -8 until the text's steps are spoken, then +8.
-func (d *Device) Step(ctx context.Context, e pipeline.Encoded, _ []float32, step int) ([][]float32, []float32, error) {
+func (d *Device) Step(ctx context.Context, e speecht5pipeline.Encoded, _ []float32, step int) ([][]float32, []float32, error) {
 	if err := d.Timer.Spend(ctx, ProgDecoder, 1); err != nil {
 		return nil, nil, err
 	}
@@ -94,9 +94,9 @@ func (d *Device) Step(ctx context.Context, e pipeline.Encoded, _ []float32, step
 	}
 	enc := e.(*encoded)
 	v := VoiceOf(d.Speaker)
-	frames := make([][]float32, pipeline.ReductionFactor)
+	frames := make([][]float32, speecht5pipeline.ReductionFactor)
 	for f := range frames {
-		pos := float64(step*pipeline.ReductionFactor+f) / float64(enc.steps*pipeline.ReductionFactor)
+		pos := float64(step*speecht5pipeline.ReductionFactor+f) / float64(enc.steps*speecht5pipeline.ReductionFactor)
 		idx := min(int(pos*float64(len(enc.ids))), len(enc.ids)-1)
 		frames[f] = melFrame(enc.ids[idx], v, pos)
 	}
@@ -123,14 +123,14 @@ func formants(id int32, v Voice) (f1, f2 float64) {
 func melHz(b int) float64 {
 	mel := func(f float64) float64 { return 2595 * math.Log10(1+f/700) }
 	lo, hi := mel(80), mel(7600)
-	m := lo + (hi-lo)*float64(b+1)/float64(pipeline.MelBins+1)
+	m := lo + (hi-lo)*float64(b+1)/float64(speecht5pipeline.MelBins+1)
 	return 700 * (math.Pow(10, m/2595) - 1)
 }
 
 // melFrame is the log-mel envelope of a character: two formant peaks over a sloping floor,
 // with a syllable-rate amplitude ripple; silence for the silent ids.
 func melFrame(id int32, v Voice, pos float64) []float32 {
-	out := make([]float32, pipeline.MelBins)
+	out := make([]float32, speecht5pipeline.MelBins)
 	if silent(id) {
 		for i := range out {
 			out[i] = -11
@@ -160,12 +160,12 @@ func (d *Device) Vocode(ctx context.Context, mel [][]float32) ([]float32, error)
 
 // Synthesize is the simulated vocoder: HopLength samples per mel frame.
 func Synthesize(mel [][]float32, v Voice) []float32 {
-	out := make([]float32, len(mel)*pipeline.HopLength)
+	out := make([]float32, len(mel)*speecht5pipeline.HopLength)
 	nh := int(4000 / v.F0)
 	binOf := make([]int, nh+1)
 	for k := 1; k <= nh; k++ {
 		hz, best := float64(k)*v.F0, 0
-		for b := range pipeline.MelBins {
+		for b := range speecht5pipeline.MelBins {
 			if math.Abs(melHz(b)-hz) < math.Abs(melHz(best)-hz) {
 				best = b
 			}
@@ -178,7 +178,7 @@ func Synthesize(mel [][]float32, v Voice) []float32 {
 	re, im := make([]float64, nh+1), make([]float64, nh+1)
 	cr, ci := make([]float64, nh+1), make([]float64, nh+1)
 	for k := 1; k <= nh; k++ {
-		w := 2 * math.Pi * float64(k) * v.F0 / pipeline.SampleRate
+		w := 2 * math.Pi * float64(k) * v.F0 / speecht5pipeline.SampleRate
 		re[k], cr[k], ci[k] = 1, math.Cos(w), math.Sin(w)
 	}
 	for f, frame := range mel {
@@ -186,9 +186,9 @@ func Synthesize(mel [][]float32, v Voice) []float32 {
 		for k := 1; k <= nh; k++ {
 			amps[k] = math.Exp(float64(frame[binOf[k]]))
 		}
-		dst := out[f*pipeline.HopLength : (f+1)*pipeline.HopLength]
+		dst := out[f*speecht5pipeline.HopLength : (f+1)*speecht5pipeline.HopLength]
 		for k := 1; k <= nh; k++ {
-			a0, da := prevAmps[k], (amps[k]-prevAmps[k])/pipeline.HopLength
+			a0, da := prevAmps[k], (amps[k]-prevAmps[k])/speecht5pipeline.HopLength
 			x, y, c, sn := re[k], im[k], cr[k], ci[k]
 			for i := range dst {
 				x, y = x*c-y*sn, x*sn+y*c

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 // Errors of this package.
@@ -61,7 +61,7 @@ type Filters struct {
 }
 
 // NewFilters builds the filters for a tokenizer and options.
-func NewFilters(tok *tokenizer.Tokenizer, opts Options) (*Filters, error) {
+func NewFilters(tok *whispertokenizer.Tokenizer, opts Options) (*Filters, error) {
 	ids, err := ParseSuppressTokens(opts.SuppressTokens)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (f *Filters) Apply(logits []float32, sampled []int) error {
 func (f *Filters) Suppressed() []int { return slices.Clone(f.suppress) }
 
 // BlankTokens are the ids SuppressBlank forbids: encode(" ") and EOT.
-func BlankTokens(tok *tokenizer.Tokenizer) []int {
+func BlankTokens(tok *whispertokenizer.Tokenizer) []int {
 	return append(tok.Encode(" "), tok.EOT())
 }
 
@@ -148,7 +148,7 @@ func ParseSuppressTokens(spec string) ([]int, error) {
 // tokenizer's non-speech tokens; then <|transcribe|>, <|translate|>, <|startoftranscript|>,
 // <|startofprev|>, <|startoflm|> and <|nospeech|> are added (no-speech probability is read
 // separately). The result is sorted and without duplicates.
-func SuppressList(tok *tokenizer.Tokenizer, ids []int) []int {
+func SuppressList(tok *whispertokenizer.Tokenizer, ids []int) []int {
 	out := make([]int, 0, len(ids)+len(tok.NonSpeechTokens())+6)
 	if slices.Contains(ids, -1) {
 		for _, id := range ids {
@@ -174,10 +174,10 @@ type TimestampRules struct {
 
 // NewTimestampRules takes the ids from tok and the bound as whisper computes it:
 // round(max_initial_timestamp / 0.02), none when maxInitialTimestamp is 0.
-func NewTimestampRules(tok *tokenizer.Tokenizer, maxInitialTimestamp float64) TimestampRules {
+func NewTimestampRules(tok *whispertokenizer.Tokenizer, maxInitialTimestamp float64) TimestampRules {
 	idx := -1
 	if maxInitialTimestamp > 0 {
-		idx = int(math.RoundToEven(maxInitialTimestamp / tokenizer.TimePrecision))
+		idx = int(math.RoundToEven(maxInitialTimestamp / whispertokenizer.TimePrecision))
 	}
 	return TimestampRules{
 		EOT: tok.EOT(), NoTimestamps: tok.NoTimestamps(), TimestampBegin: tok.TimestampBegin(),
@@ -362,7 +362,7 @@ type Language struct {
 // DetectLanguage is whisper's detect_language over the logits of the first step after
 // <|startoftranscript|>: every non-language token is masked, the likeliest language wins
 // (the first on ties), and the probabilities are the softmax over the language tokens.
-func DetectLanguage(logits []float32, tok *tokenizer.Tokenizer) (Language, error) {
+func DetectLanguage(logits []float32, tok *whispertokenizer.Tokenizer) (Language, error) {
 	if len(logits) != tok.NVocab() {
 		return Language{}, fmt.Errorf("%w: %d logits, n_vocab %d", ErrLogitsSize, len(logits), tok.NVocab())
 	}
@@ -405,7 +405,7 @@ func Strip(s string) string {
 
 // WindowText is DecodingResult.text: Decode (timestamps dropped) of the sampled tokens,
 // stripped.
-func WindowText(tok *tokenizer.Tokenizer, sampled []int) (string, error) {
+func WindowText(tok *whispertokenizer.Tokenizer, sampled []int) (string, error) {
 	s, err := tok.Decode(sampled)
 	if err != nil {
 		return "", err

@@ -9,17 +9,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 var (
 	tokMu    sync.Mutex
-	tokCache = map[tokenizer.Config]*tokenizer.Tokenizer{}
+	tokCache = map[whispertokenizer.Config]*whispertokenizer.Tokenizer{}
 )
 
 // testTokenizer loads a vocabulary from ../shared/testdata/whisper next to the repository
 // root, or skips the test when it is absent.
-func testTokenizer(tb testing.TB, cfg tokenizer.Config) *tokenizer.Tokenizer {
+func testTokenizer(tb testing.TB, cfg whispertokenizer.Config) *whispertokenizer.Tokenizer {
 	tb.Helper()
 	dir, err := os.Getwd()
 	require.NoError(tb, err)
@@ -42,13 +42,13 @@ func testTokenizer(tb testing.TB, cfg tokenizer.Config) *tokenizer.Tokenizer {
 	if t, ok := tokCache[cfg]; ok {
 		return t
 	}
-	t, err := tokenizer.Load(d, cfg)
+	t, err := whispertokenizer.Load(d, cfg)
 	require.NoError(tb, err)
 	tokCache[cfg] = t
 	return t
 }
 
-var multi99 = tokenizer.Config{Multilingual: true, NumLanguages: 99}
+var multi99 = whispertokenizer.Config{Multilingual: true, NumLanguages: 99}
 
 var inf = math.Inf(-1)
 

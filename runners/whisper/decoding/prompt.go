@@ -1,10 +1,10 @@
 package decoding
 
-import "github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+import "github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 
 // TextPromptTokens encodes an initial prompt or prefix given as text the way whisper does:
 // encode(" " + text.strip()). An empty or blank text gives no tokens.
-func TextPromptTokens(tok *tokenizer.Tokenizer, text string) []int {
+func TextPromptTokens(tok *whispertokenizer.Tokenizer, text string) []int {
 	s := Strip(text)
 	if s == "" {
 		return nil
@@ -18,7 +18,7 @@ func TextPromptTokens(tok *tokenizer.Tokenizer, text string) []int {
 // cut to its last nTextCtx/2 - sampleLen tokens with Python's slice semantics (a bound of 0
 // keeps the whole prefix, as prefix[-0:] does). Whisper's sample_len defaults to nTextCtx/2
 // (224 for n_text_ctx 448). len(result) is the sample_begin of the filters.
-func InitialTokens(tok *tokenizer.Tokenizer, sotSequence, prompt, prefix []int, nTextCtx, sampleLen int) []int {
+func InitialTokens(tok *whispertokenizer.Tokenizer, sotSequence, prompt, prefix []int, nTextCtx, sampleLen int) []int {
 	out := make([]int, 0, 1+len(prompt)+len(sotSequence)+len(prefix))
 	if len(prompt) > 0 {
 		out = append(out, tok.SOTPrev())

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 func TestSuppressList(t *testing.T) {
@@ -103,7 +103,7 @@ func TestDetectLanguage(t *testing.T) {
 	}
 	require.InDelta(t, 1, sum, 1e-9)
 
-	v3 := testTokenizer(t, tokenizer.Config{Multilingual: true, NumLanguages: 100})
+	v3 := testTokenizer(t, whispertokenizer.Config{Multilingual: true, NumLanguages: 100})
 	logits = make([]float32, v3.NVocab())
 	yue, err := v3.LanguageToken("yue")
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 // Audio framing of whisper's log-mel input.
@@ -50,7 +50,7 @@ type Segment struct {
 // Split cuts a window's tokens into segments and returns them with the seek of the next
 // window. Segments that are instantaneous (start == end) or hold only white space keep their
 // times but have empty Text and no Tokens, as in transcribe().
-func Split(tok *tokenizer.Tokenizer, w Window) ([]Segment, int, error) {
+func Split(tok *whispertokenizer.Tokenizer, w Window) ([]Segment, int, error) {
 	if w.Seek < 0 || w.Frames <= 0 || w.Frames > NFrames {
 		return nil, 0, fmt.Errorf("%w: seek %d, %d frames", ErrBadWindow, w.Seek, w.Frames)
 	}
@@ -120,7 +120,7 @@ func Split(tok *tokenizer.Tokenizer, w Window) ([]Segment, int, error) {
 	return segs, seek, nil
 }
 
-func (w Window) segment(tok *tokenizer.Tokenizer, start, end float64, toks []int) (Segment, error) {
+func (w Window) segment(tok *whispertokenizer.Tokenizer, start, end float64, toks []int) (Segment, error) {
 	text, err := tok.DecodeText(toks)
 	if err != nil {
 		return Segment{}, err

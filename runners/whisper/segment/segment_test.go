@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
-func testTokenizer(t *testing.T) *tokenizer.Tokenizer {
+func testTokenizer(t *testing.T) *whispertokenizer.Tokenizer {
 	t.Helper()
 	dir, err := os.Getwd()
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func testTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	if _, err := os.Stat(filepath.Join(d, "multilingual.tiktoken")); err != nil {
 		t.Skipf("whisper vocabulary not found in %s (see shared/testdata/README.md): %v", d, err)
 	}
-	tok, err := tokenizer.Load(d, tokenizer.Config{Multilingual: true, NumLanguages: 99})
+	tok, err := whispertokenizer.Load(d, whispertokenizer.Config{Multilingual: true, NumLanguages: 99})
 	require.NoError(t, err)
 	return tok
 }
@@ -175,5 +175,5 @@ func TestSplitErrors(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadWindow)
 	}
 	_, _, err := Split(tok, Window{Frames: 100, Tokens: []int{-5}})
-	require.ErrorIs(t, err, tokenizer.ErrUnknownToken)
+	require.ErrorIs(t, err, whispertokenizer.ErrUnknownToken)
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 // margin is the logit the fake model gives the token it favours over the others (all 0).
@@ -41,7 +41,7 @@ type fakeWindow struct {
 // fakeModel is a scripted whisper model: the logits at every position favour the scripted
 // token, whatever the filters later allow. It records what it was fed.
 type fakeModel struct {
-	tok     *tokenizer.Tokenizer
+	tok     *whispertokenizer.Tokenizer
 	windows []fakeWindow
 	// onStep, when set, runs at the start of every DecodeStep with the 1-based step count.
 	onStep func(n int)
@@ -160,28 +160,28 @@ func (m *fakeModel) DecodeStep(ctx context.Context, state EncoderState, tokens [
 // byteTokenizer is a multilingual whisper tokenizer whose only mergeable tokens are the 256
 // bytes: every text byte is one token, so multi-byte characters always span tokens. It needs
 // no vocabulary file.
-func byteTokenizer(t testing.TB) *tokenizer.Tokenizer {
+func byteTokenizer(t testing.TB) *whispertokenizer.Tokenizer {
 	t.Helper()
 	tok, err := byteTok()
 	require.NoError(t, err)
 	return tok
 }
 
-var byteTok = sync.OnceValues(func() (*tokenizer.Tokenizer, error) {
+var byteTok = sync.OnceValues(func() (*whispertokenizer.Tokenizer, error) {
 	var b bytes.Buffer
 	for i := range 256 {
 		fmt.Fprintf(&b, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(i)}), i)
 	}
-	ranks, err := tokenizer.LoadRanks(&b)
+	ranks, err := whispertokenizer.LoadRanks(&b)
 	if err != nil {
 		return nil, err
 	}
-	return tokenizer.New(ranks, tokenizer.Config{Multilingual: true, NumLanguages: 99})
+	return whispertokenizer.New(ranks, whispertokenizer.Config{Multilingual: true, NumLanguages: 99})
 })
 
 // realTokenizer loads multilingual.tiktoken from ../shared/testdata/whisper next to the
 // repository root, or skips.
-func realTokenizer(t testing.TB) *tokenizer.Tokenizer {
+func realTokenizer(t testing.TB) *whispertokenizer.Tokenizer {
 	t.Helper()
 	dir, err := os.Getwd()
 	require.NoError(t, err)
@@ -196,17 +196,17 @@ func realTokenizer(t testing.TB) *tokenizer.Tokenizer {
 		dir = parent
 	}
 	d := filepath.Join(dir, "..", "shared", "testdata", "whisper")
-	cfg := tokenizer.Config{Multilingual: true, NumLanguages: 99}
+	cfg := whispertokenizer.Config{Multilingual: true, NumLanguages: 99}
 	if _, err := os.Stat(filepath.Join(d, cfg.RanksFile())); err != nil {
 		t.Skipf("whisper vocabulary %s not found in %s (see shared/testdata/README.md): %v", cfg.RanksFile(), d, err)
 	}
-	tok, err := tokenizer.Load(d, cfg)
+	tok, err := whispertokenizer.Load(d, cfg)
 	require.NoError(t, err)
 	return tok
 }
 
 // seq concatenates token ids and texts (encoded as ordinary text) into one token list.
-func seq(tok *tokenizer.Tokenizer, parts ...any) []int {
+func seq(tok *whispertokenizer.Tokenizer, parts ...any) []int {
 	var out []int
 	for _, p := range parts {
 		switch v := p.(type) {
@@ -224,7 +224,7 @@ func seq(tok *tokenizer.Tokenizer, parts ...any) []int {
 }
 
 // ts is the timestamp token of a time in seconds.
-func ts(tok *tokenizer.Tokenizer, sec float64) int {
+func ts(tok *whispertokenizer.Tokenizer, sec float64) int {
 	return tok.TimestampBegin() + int(sec/0.02+0.5)
 }
 

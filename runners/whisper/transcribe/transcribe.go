@@ -18,7 +18,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/media/audio"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/segment"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 // ErrBadOptions reports Options that whisper would reject or that cannot work.
@@ -53,7 +53,7 @@ type Options struct {
 	// (English for English-only vocabularies).
 	Language string
 	// Task is transcribe or translate ("" means transcribe).
-	Task tokenizer.Task
+	Task whispertokenizer.Task
 	// InitialPrompt is text that conditions the first window (and later ones, until the
 	// prompt is reset).
 	InitialPrompt string
@@ -143,7 +143,7 @@ type windowResult struct {
 // once, so its floor (maximum - 8) is the file's; each window is a slice of it, with the
 // frames past the window's audio zeroed (pad_or_trim of the mel slice), and language
 // detection sees the first 3000 frames unzeroed.
-func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samples []float32, opts Options, onSegment func(Segment)) (Result, error) {
+func Transcribe(ctx context.Context, model Model, tok *whispertokenizer.Tokenizer, samples []float32, opts Options, onSegment func(Segment)) (Result, error) {
 	t, err := newTask(model, tok, opts)
 	if err != nil {
 		return Result{}, err
@@ -172,7 +172,7 @@ func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samp
 	defer func() { closeState(firstState) }()
 	switch {
 	case opts.Language != "":
-		code, err := tokenizer.NormalizeLanguage(opts.Language)
+		code, err := whispertokenizer.NormalizeLanguage(opts.Language)
 		if err != nil {
 			return Result{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
 		}
@@ -272,14 +272,14 @@ func Transcribe(ctx context.Context, model Model, tok *tokenizer.Tokenizer, samp
 // task is what stays fixed over one transcription: DecodingTask's tokenizer-derived parts.
 type task struct {
 	model   Model
-	tok     *tokenizer.Tokenizer
+	tok     *whispertokenizer.Tokenizer
 	opts    Options
 	filters *decoding.Filters
 	sot     []int // the sot sequence, set once the language is known
 	rng     *rand.Rand
 }
 
-func newTask(model Model, tok *tokenizer.Tokenizer, opts Options) (*task, error) {
+func newTask(model Model, tok *whispertokenizer.Tokenizer, opts Options) (*task, error) {
 	switch {
 	case model == nil || tok == nil:
 		return nil, fmt.Errorf("%w: nil model or tokenizer", ErrBadOptions)
@@ -295,7 +295,7 @@ func newTask(model Model, tok *tokenizer.Tokenizer, opts Options) (*task, error)
 			return nil, fmt.Errorf("%w: temperature %v", ErrBadOptions, temp)
 		}
 	}
-	if opts.Task != "" && opts.Task != tokenizer.TaskTranscribe && opts.Task != tokenizer.TaskTranslate {
+	if opts.Task != "" && opts.Task != whispertokenizer.TaskTranscribe && opts.Task != whispertokenizer.TaskTranslate {
 		return nil, fmt.Errorf("%w: task %q", ErrBadOptions, opts.Task)
 	}
 	f, err := decoding.NewFilters(tok, opts.Decoding)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/decoding"
-	"github.com/tenstorrent/tt-media-server-go/runners/whisper/tokenizer"
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
 )
 
 // wantSeg is a segment as written out by hand from transcribe()'s rules.
@@ -227,7 +227,7 @@ func TestTranscribeRules(t *testing.T) {
 			audioSec: 10,
 			opts: func(o *Options) {
 				o.Language = "German"
-				o.Task = tokenizer.TaskTranslate
+				o.Task = whispertokenizer.TaskTranslate
 			},
 			windows:    []fakeWindow{{attempts: [][]int{seq(tok, T(0), " Good morning", T(2))}}},
 			want:       []wantSeg{{0, 0, 2, " Good morning", seq(tok, T(0), " Good morning", T(2)), 0}},
@@ -397,7 +397,7 @@ func TestSampleLenCap(t *testing.T) {
 	require.InDelta(t, decoding.CompressionRatio(decoding.Strip(text[:224])), res.Segments[0].CompressionRatio, 1e-12)
 }
 
-func mustLang(t *testing.T, tok *tokenizer.Tokenizer, code string) int {
+func mustLang(t *testing.T, tok *whispertokenizer.Tokenizer, code string) int {
 	t.Helper()
 	id, err := tok.LanguageToken(code)
 	require.NoError(t, err)
