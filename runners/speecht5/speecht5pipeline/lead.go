@@ -1,4 +1,4 @@
-package pipeline
+package speecht5pipeline
 
 import (
 	"context"

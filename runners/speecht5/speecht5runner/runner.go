@@ -1,4 +1,4 @@
-// Package runner is the runners.Runner of SpeechT5 text-to-speech (MODEL_RUNNER=tt-speecht5-tts,
+// Package speecht5runner is the runners.Runner of SpeechT5 text-to-speech (MODEL_RUNNER=tt-speecht5-tts,
 // and MODEL_RUNNER=mock with MODEL_SERVICE=text_to_speech): HEAD's host pipeline
 // (runners/speecht5/pipeline) over the simulated SpeechT5 device (runners/speecht5/simvoice),
 // whose programs spend their time on the simulated device (runners/simdev) — an encoder per
@@ -7,7 +7,7 @@
 // speaker table its speaker_embeddings.npy (runners/speecht5/voices); without them, the
 // built-in ones. DEVICE_BACKEND=metal is refused: no compiled SpeechT5 programs exist yet
 // (DEVICE_BACKEND=python runs HEAD's own runner instead).
-package runner
+package speecht5runner
 
 import (
 	"context"
