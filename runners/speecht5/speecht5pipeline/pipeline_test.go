@@ -198,7 +198,7 @@ func TestLeadVocodesTheFirstChunkEarly(t *testing.T) {
 				}
 				return []float32{-9, -9}
 			}}}
-			p := &Pipeline{Tok: tokenizer.Builtin(), Dev: d, LeadSteps: tc.lead, FirstChunkChars: 30}
+			p := &Pipeline{Tok: speecht5tokenizer.Builtin(), Dev: d, LeadSteps: tc.lead, FirstChunkChars: 30}
 			steps := 0
 			p.OnStep = func(int, int) { steps++ }
 			var pieces []ChunkAudio
