@@ -1,6 +1,6 @@
 // Package speecht5runner is the runners.Runner of SpeechT5 text-to-speech (MODEL_RUNNER=tt-speecht5-tts,
 // and MODEL_RUNNER=mock with MODEL_SERVICE=text_to_speech): HEAD's host pipeline
-// (runners/speecht5/pipeline) over the simulated SpeechT5 device (runners/speecht5/simvoice),
+// (runners/speecht5/speecht5pipeline) over the simulated SpeechT5 device (runners/speecht5/simvoice),
 // whose programs spend their time on the simulated device (runners/simdev) — an encoder per
 // bucket, the traced decoder step, the postnet and the vocoder, scaled so that one decoder step
 // takes MOCK_TTS_STEP_SECONDS. The tokenizer is MODEL_WEIGHTS_PATH's spm_char.model and the
