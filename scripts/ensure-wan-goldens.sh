@@ -3,13 +3,14 @@
 # DIFFUSERS_SRC (default: ../shared/diffusers-58eb52c beside the repository). Output:
 # $TT_GOLDEN_DIR/wan (default ~/.cache/tt-media-server-go/goldens/wan); nothing goes into the
 # repository. Fails (exit 1) when they are absent and cannot be generated, so CI says why
-# instead of failing in the tests.
+# instead of failing in the tests. Goldens of another format (README.md's "format N") are remade.
 #   scripts/ensure-wan-goldens.sh [--force]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # The same place internal/shareddata.GeneratedRoot reads (TT_GOLDEN_DIR, else ~/.cache/...).
 OUT=${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/wan
-if [ "${1:-}" != --force ] && [ -f "$OUT/README.md" ] && [ -f "$OUT/unipc.json" ] && [ -f "$OUT/pipeline.json" ] && [ -f "$OUT/umt5.json" ]; then
+if [ "${1:-}" != --force ] && [ -f "$OUT/README.md" ] && [ -f "$OUT/unipc.json" ] && [ -f "$OUT/pipeline.json" ] && [ -f "$OUT/umt5.json" ] &&
+	grep -q 'gen-wan-goldens.sh` (format 2)' "$OUT/README.md"; then
 	echo "wan goldens: present in $OUT"
 	exit 0
 fi

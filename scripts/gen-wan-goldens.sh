@@ -393,7 +393,7 @@ sed -i "s|\"diffusers_commit\": null|\"diffusers_commit\": \"$COMMIT\"|" "$OUT/u
 cat >"$OUT/README.md" <<EOF
 # Wan2.2 T2V host goldens
 
-Made by \`scripts/gen-wan-goldens.sh\` of tt-media-server-go from huggingface/diffusers
+Made by \`scripts/gen-wan-goldens.sh\` (format 2) of tt-media-server-go from huggingface/diffusers
 $COMMIT (run from a scratch directory, not stored), Debian python3-torch $TORCH, python3-numpy $NUMPY.
 
 | file | what |
