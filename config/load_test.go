@@ -268,6 +268,7 @@ func TestPresets(t *testing.T) {
 		{"unet", "n150", "tt-xla-unet", "", MeshShape{1, 1}, false, "(0)", 0},
 		{"unet", "n300", "tt-xla-unet", "", MeshShape{1, 1}, false, "(0)", 0},
 		{"yolox_nano", "n150", "tt-xla-yolox-nano", "Megvii-BaseDetection/YOLOX-Nano", MeshShape{1, 1}, false, "(0)", 0},
+		{"SDXL-512", "n150", "tt-xla-sdxl", "hotshotco/SDXL-512", MeshShape{1, 1}, false, "(0)", 1},
 		{"FLUX.1-dev", "t3k", "tt-flux.1-dev", "black-forest-labs/FLUX.1-dev", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
 		{"FLUX.1-dev", "galaxy", "tt-flux.1-dev", "black-forest-labs/FLUX.1-dev", MeshShape{4, 8}, false, ids32Group, 1},
 		{"FLUX.1-schnell", "t3k", "tt-flux.1-schnell", "black-forest-labs/FLUX.1-schnell", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
@@ -381,7 +382,7 @@ func TestValidationErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown runner", env{"MODEL_RUNNER": "tt-llama"}, false,
-			`invalid setting MODEL_RUNNER="tt-llama": accepted: tt-sdxl-trace, tt-sd3.5, tt-sdxl-image-to-image, tt-sdxl-edit, tt-flux.1-dev, tt-flux.1-schnell, tt-motif-image-6b-preview, tt-qwen-image, tt-qwen-image-2512, tt-z-image-turbo, tt-whisper, tt-yolov4, tt-xla-resnet, tt-xla-vovnet, tt-xla-mobilenetv2, tt-xla-efficientnet, tt-xla-vit, tt-xla-segformer, tt-xla-unet, tt-xla-yolox-nano, tt-speecht5-tts, tt-mochi-1, tt-wan2.2, tt-wan2.2-t2v-prodia, tt-wan2.2-i2v, tt-wan2.2-i2v-prodia, tt-wan2.2-i2v-anisora, tt-wan2.2-i2v-distill, tt-wan2.2-i2v-lora, tt-wan2.2-i2v-lightning, tt-ltx-2.3-distilled, tt-minimax-h3-t2va, mock`},
+			`invalid setting MODEL_RUNNER="tt-llama": accepted: tt-sdxl-trace, tt-sd3.5, tt-sdxl-image-to-image, tt-sdxl-edit, tt-flux.1-dev, tt-flux.1-schnell, tt-motif-image-6b-preview, tt-qwen-image, tt-qwen-image-2512, tt-xla-sdxl, tt-z-image-turbo, tt-whisper, tt-yolov4, tt-xla-resnet, tt-xla-vovnet, tt-xla-mobilenetv2, tt-xla-efficientnet, tt-xla-vit, tt-xla-segformer, tt-xla-unet, tt-xla-yolox-nano, tt-speecht5-tts, tt-mochi-1, tt-wan2.2, tt-wan2.2-t2v-prodia, tt-wan2.2-i2v, tt-wan2.2-i2v-prodia, tt-wan2.2-i2v-anisora, tt-wan2.2-i2v-distill, tt-wan2.2-i2v-lora, tt-wan2.2-i2v-lightning, tt-ltx-2.3-distilled, tt-minimax-h3-t2va, mock`},
 		{"unknown service", env{"MODEL_SERVICE": "llm"}, false,
 			`invalid setting MODEL_SERVICE="llm": accepted: image, audio, cnn, video, text_to_speech`},
 		{"video runner, image service", env{"MODEL_SERVICE": "video"}, false,
@@ -440,7 +441,7 @@ func TestValidationErrors(t *testing.T) {
 		{"mock image", env{"MOCK_IMAGE": "noise"}, false, `invalid setting MOCK_IMAGE="noise": accepted: scene, solid`},
 		{"log level", env{"LOG_LEVEL": "verbose"}, false, `invalid setting LOG_LEVEL="VERBOSE": accepted: DEBUG, INFO, WARNING, WARN, ERROR, CRITICAL, FATAL, NOTSET`},
 		{"unknown model", env{"MODEL": "llama"}, false,
-			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, FLUX.1-dev, FLUX.1-schnell, Motif-Image-6B-Preview, Qwen-Image, Qwen-Image-2512, Z-Image-Turbo, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2, efficientnet, vit, segformer, unet, yolox_nano, speecht5_tts`},
+			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, FLUX.1-dev, FLUX.1-schnell, Motif-Image-6B-Preview, Qwen-Image, Qwen-Image-2512, SDXL-512, Z-Image-Turbo, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2, efficientnet, vit, segformer, unet, yolox_nano, speecht5_tts`},
 		{"unknown device", env{"DEVICE": "p150"}, false, `invalid setting DEVICE="p150": accepted: n150, n300, t3k, galaxy`},
 		{"no preset", env{"MODEL": "stable-diffusion-3.5-large", "DEVICE": "n150"}, false,
 			`invalid setting MODEL="stable-diffusion-3.5-large": has no preset for DEVICE=n150 (presets: t3k, galaxy)`},
@@ -479,7 +480,7 @@ func TestServiceForRunner(t *testing.T) {
 		"tt-sdxl-trace": "image", "tt-sd3.5": "image", "tt-sdxl-image-to-image": "image", "tt-sdxl-edit": "image", "tt-whisper": "audio", "tt-yolov4": "cnn",
 		"tt-xla-resnet": "cnn", "tt-xla-vovnet": "cnn", "tt-xla-mobilenetv2": "cnn", "tt-speecht5-tts": "text_to_speech",
 		"tt-flux.1-dev": "image", "tt-flux.1-schnell": "image", "tt-motif-image-6b-preview": "image", "tt-qwen-image": "image",
-		"tt-qwen-image-2512": "image", "tt-z-image-turbo": "image", "tt-xla-efficientnet": "cnn", "tt-xla-vit": "cnn",
+		"tt-qwen-image-2512": "image", "tt-xla-sdxl": "image", "tt-z-image-turbo": "image", "tt-xla-efficientnet": "cnn", "tt-xla-vit": "cnn",
 		"tt-xla-segformer": "cnn", "tt-xla-unet": "cnn", "tt-xla-yolox-nano": "cnn",
 	}
 	var videoRunners []string
@@ -492,7 +493,7 @@ func TestServiceForRunner(t *testing.T) {
 		want[r] = "video"
 	}
 	require.Equal(t, append(append([]string{"tt-sdxl-trace", "tt-sd3.5", "tt-sdxl-image-to-image", "tt-sdxl-edit",
-		"tt-flux.1-dev", "tt-flux.1-schnell", "tt-motif-image-6b-preview", "tt-qwen-image", "tt-qwen-image-2512", "tt-z-image-turbo",
+		"tt-flux.1-dev", "tt-flux.1-schnell", "tt-motif-image-6b-preview", "tt-qwen-image", "tt-qwen-image-2512", "tt-xla-sdxl", "tt-z-image-turbo",
 		"tt-whisper", "tt-yolov4", "tt-xla-resnet", "tt-xla-vovnet", "tt-xla-mobilenetv2", "tt-xla-efficientnet", "tt-xla-vit",
 		"tt-xla-segformer", "tt-xla-unet", "tt-xla-yolox-nano", "tt-speecht5-tts"}, videoRunners...), "mock"), KnownRunners())
 	for _, r := range KnownRunners() {

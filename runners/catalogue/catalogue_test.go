@@ -121,12 +121,13 @@ func TestRoadTableNamesEveryRunner(t *testing.T) {
 
 // Every image model's output size is HEAD's: SDXL follows SDXL_IMAGE_RESOLUTION (0); the
 // tt-dit pipelines (SD3.5, Flux.1, Motif, Qwen-Image) are created at tt-metal's default 1024x1024
-// (HEAD's runners pass no size); Z-Image-Turbo's compiled models have 64x64 latents, 512x512.
+// (HEAD's runners pass no size); Z-Image-Turbo's compiled models have 64x64 latents, 512x512;
+// SDXLForgeRunner's DEFAULT_RESOLUTION is 512.
 func TestImageSizesAreHEADs(t *testing.T) {
 	want := map[string]int{
 		RunnerSDXL: 0, RunnerSDXLImg2Img: 0, RunnerSDXLEdit: 0,
 		RunnerSD35: 1024, RunnerFlux1Dev: 1024, RunnerFlux1Schnell: 1024, RunnerMotifImage6B: 1024,
-		RunnerQwenImage: 1024, RunnerQwenImage2512: 1024, RunnerZImageTurbo: 512,
+		RunnerQwenImage: 1024, RunnerQwenImage2512: 1024, RunnerZImageTurbo: 512, RunnerXLASDXL: 512,
 	}
 	for _, m := range Models() {
 		if m.Service != ServiceImage {

@@ -155,6 +155,31 @@ var noCFG = []Field{
 	{Name: "timesteps", Why: "its scheduler takes sigmas only", Default: "[]"},
 }
 
+// RunnerXLASDXL is HEAD's SDXLForgeRunner (tt-xla SDXL, 512x512 by default).
+const (
+	RunnerXLASDXL = "tt-xla-sdxl"
+	xlaSDXLSize   = 512
+)
+
+// xlaSDXLUnused are the fields HEAD's SDXLForgeRunner.run does not read.
+var xlaSDXLUnused = []Field{
+	{Name: "prompt_2", Why: "SDXLForgeRunner encodes the one prompt with both text encoders", Default: `""`},
+	{Name: "negative_prompt_2", Why: "SDXLForgeRunner encodes the one negative prompt with both text encoders", Default: `""`},
+	{Name: "guidance_rescale", Why: "SDXLForgeRunner's guidance has no rescale", Default: "0"},
+	{Name: "crop_coords_top_left", Why: "SDXLForgeRunner's time ids are fixed at (0, 0)", Default: "[0, 0]"},
+	{Name: "timesteps", Why: "SDXLForgeRunner's scheduler takes a step count only", Default: "[]"},
+	{Name: "sigmas", Why: "SDXLForgeRunner's scheduler takes a step count only", Default: "[]"},
+}
+
+// fieldNames lists the fields' names.
+func fieldNames(fs []Field) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
+}
+
 // ditPythonUnused are the fields HEAD's TTDiTRunner.run does not pass to its pipeline (it reads
 // prompt, negative_prompt, num_inference_steps and seed).
 var ditPythonUnused = []string{"prompt_2", "negative_prompt_2", "guidance_rescale", "timesteps", "sigmas"}
@@ -197,6 +222,18 @@ var newImageModels = []Model{
 	// runner_fabric builds TTQwenImageRunner for the 2512 weights too.
 	ditImage(RunnerQwenImage2512, "Qwen-Image-2512", "Qwen/Qwen-Image-2512", "TTQwenImageRunner",
 		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, qwenTraceRegion),
+	// SDXL through the Forge compiler (tt-xla) on one Blackhole chip: HEAD's SDXLForgeRunner,
+	// at its default 512x512 (hotshotco/SDXL-512; TTXLA_SDXL_RESOLUTION=1024, which this server
+	// does not read, would select the 1024 base weights). It reads prompt, negative_prompt,
+	// guidance_scale, num_inference_steps and seed; its Euler scheduler takes no custom
+	// schedule; it fuses no LoRA. Served by the simulated twin in mock-device mode.
+	{Name: RunnerXLASDXL, Service: ServiceImage, Canonical: "SDXL-512",
+		ModelNames: []ModelName{{"SDXL-512", "hotshotco/SDXL-512"}},
+		Image: ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance, Size: xlaSDXLSize,
+			Unused: xlaSDXLUnused, PythonUnused: fieldNames(xlaSDXLUnused)},
+		Presets: map[string]Preset{DeviceN150: {one, false, deviceIDs1, 1}},
+		Device:  sdxlDevice, Sim: imageSim,
+		PythonClass: "tt_model_runners.forge_runners.sdxl_forge_runner.SDXLForgeRunner"},
 	// Z-Image-Turbo: HEAD skips the step floor (the schema's 4 stays) and its runner reads only
 	// prompt and seed, running 9 steps; it is guidance-free.
 	{Name: RunnerZImageTurbo, Service: ServiceImage, Canonical: "Z-Image-Turbo",

@@ -44,7 +44,7 @@ func TestRegister(t *testing.T) {
 	}
 	// HEAD's tt-dit and Z-Image runners: the simulated twin in mock-device mode.
 	for _, name := range []string{catalogue.RunnerFlux1Dev, catalogue.RunnerFlux1Schnell, catalogue.RunnerMotifImage6B,
-		catalogue.RunnerQwenImage, catalogue.RunnerQwenImage2512, catalogue.RunnerZImageTurbo} {
+		catalogue.RunnerQwenImage, catalogue.RunnerQwenImage2512, catalogue.RunnerZImageTurbo, catalogue.RunnerXLASDXL} {
 		tests = append(tests, struct {
 			name    string
 			service runners.Service

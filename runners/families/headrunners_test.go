@@ -33,6 +33,8 @@ func TestHEADImageRunnersServedInMockMode(t *testing.T) {
 		{catalogue.RunnerQwenImage, "Qwen-Image", 12, http.StatusOK},
 		{catalogue.RunnerQwenImage2512, "Qwen-Image-2512", 11, http.StatusUnprocessableEntity},
 		{catalogue.RunnerZImageTurbo, "Z-Image-Turbo", 5, http.StatusOK},
+		{catalogue.RunnerXLASDXL, "SDXL-512", 11, http.StatusUnprocessableEntity},
+		{catalogue.RunnerXLASDXL, "SDXL-512", 12, http.StatusOK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.runner, func(t *testing.T) {
@@ -90,6 +92,7 @@ func TestHEADImageSizesOpenAIDialect(t *testing.T) {
 		{catalogue.RunnerZImageTurbo, "1024x1024", http.StatusBadRequest},
 		{catalogue.RunnerQwenImage, "1024x1024", http.StatusOK},
 		{catalogue.RunnerQwenImage, "512x512", http.StatusBadRequest},
+		{catalogue.RunnerXLASDXL, "512x512", http.StatusOK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.runner+"/"+tc.size, func(t *testing.T) {
