@@ -46,8 +46,12 @@ func toWirePartial(p *runners.ImagePartial) *wirePartial {
 // transcription runners emit it) or a *runners.ImagePartial.
 func (m *message) chunk() (runners.Chunk, error) {
 	switch {
-	case m.Chunk != nil && m.Partial != nil:
-		return nil, fmt.Errorf("%w: chunk of job %d is both a transcript piece and a preview", ErrProtocol, m.Job)
+	case countSet(m.Chunk != nil, m.Partial != nil, m.Speech != nil, m.VideoProgress != nil) > 1:
+		return nil, fmt.Errorf("%w: chunk of job %d carries more than one piece", ErrProtocol, m.Job)
+	case m.Speech != nil:
+		return m.Speech.chunk()
+	case m.VideoProgress != nil:
+		return runners.VideoProgress{Done: m.VideoProgress.Done, Total: m.VideoProgress.Total}, nil
 	case m.Chunk != nil:
 		return runners.TranscriptChunk{Text: m.Chunk.Text, ChunkID: m.Chunk.ChunkID}, nil
 	case m.Partial != nil:
@@ -231,7 +235,7 @@ func toWireJob(id uint64, t runners.Task) (wireJob, error) {
 		}
 		j.CNN = &wireCNNRequest{Image: toWireImage(r.Image), TopK: r.TopK, MinConfidence: r.MinConfidence}
 	default:
-		return j, fmt.Errorf("request type %T cannot be sent to a worker process", t.Request)
+		return j, toWireMediaJob(&j, t.Request)
 	}
 	return j, nil
 }
@@ -239,7 +243,7 @@ func toWireJob(id uint64, t runners.Task) (wireJob, error) {
 // request decodes the job's request.
 func (j wireJob) request() (runners.Request, error) {
 	set := 0
-	for _, p := range []bool{j.Image != nil, j.Audio != nil, j.CNN != nil} {
+	for _, p := range []bool{j.Image != nil, j.Audio != nil, j.CNN != nil, j.Speech != nil, j.Video != nil} {
 		if p {
 			set++
 		}
@@ -293,6 +297,10 @@ func (j wireJob) request() (runners.Request, error) {
 			return nil, err
 		}
 		return &runners.CNNRequest{Image: img, TopK: j.CNN.TopK, MinConfidence: j.CNN.MinConfidence}, nil
+	case j.Speech != nil:
+		return j.Speech.request()
+	case j.Video != nil:
+		return j.Video.request()
 	}
 	return nil, fmt.Errorf("%w: job %d has no request", ErrProtocol, j.ID)
 }
@@ -322,7 +330,7 @@ func toWireResult(v runners.Result) (*wireResult, error) {
 		}
 		return &wireResult{CNN: c}, nil
 	}
-	return nil, fmt.Errorf("result type %T cannot be sent from a worker process", v)
+	return toWireMediaResult(v)
 }
 
 // value decodes the result.
@@ -330,6 +338,10 @@ func (w *wireResult) value() (runners.Result, error) {
 	switch {
 	case w == nil:
 		return nil, fmt.Errorf("%w: result without a value", ErrProtocol)
+	case w.Speech != nil:
+		return w.Speech.value()
+	case w.Video != nil:
+		return w.Video.value()
 	case w.Transcript != nil:
 		t := w.Transcript
 		r := &runners.TranscriptionResult{Text: t.Text, Task: t.Task, Language: t.Language, Duration: t.Duration,

@@ -133,9 +133,11 @@ type message struct {
 	// Chunk and ChunkAck: the chunk's number (per child, from 1), which its answer repeats;
 	// Probe and ProbeResult: the probe's number.
 	Seq uint64 `json:"seq,omitempty"`
-	// Chunk: a streamed piece, one of Chunk and Partial.
-	Chunk   *wireTranscriptChunk `json:"transcript,omitempty"`
-	Partial *wirePartial         `json:"preview,omitempty"`
+	// Chunk: a streamed piece, one of Chunk, Partial, Speech and VideoProgress.
+	Chunk         *wireTranscriptChunk `json:"transcript,omitempty"`
+	Partial       *wirePartial         `json:"preview,omitempty"`
+	Speech        *wireSpeechChunk     `json:"speech,omitempty"`
+	VideoProgress *wireVideoProgress   `json:"video_progress,omitempty"`
 	// Progress: step Done of Total.
 	Done  int `json:"done,omitempty"`
 	Total int `json:"total,omitempty"`
@@ -172,13 +174,30 @@ func (m *message) eachBlob(fn func(*blob)) {
 		if j.Image != nil && j.Image.Mask != nil {
 			fn(&j.Image.Mask.Pixels)
 		}
+		if j.Speech != nil && j.Speech.Embedding != nil {
+			fn(j.Speech.Embedding)
+		}
+		if j.Video != nil {
+			for k := range j.Video.Images {
+				fn(&j.Video.Images[k].Image.Pixels)
+			}
+		}
 	}
 	if m.Partial != nil && m.Partial.Image != nil {
 		fn(&m.Partial.Image.Pixels)
 	}
+	if m.Speech != nil {
+		fn(&m.Speech.Samples)
+	}
 	if m.Result != nil {
 		for i := range m.Result.Images {
 			fn(&m.Result.Images[i].Pixels)
+		}
+		if m.Result.Speech != nil {
+			fn(&m.Result.Speech.Samples)
+		}
+		if m.Result.Video != nil {
+			fn(&m.Result.Video.Pixels)
 		}
 	}
 }

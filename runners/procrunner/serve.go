@@ -222,9 +222,13 @@ func (s *server) emit(jctx context.Context, job uint64, chunk runners.Chunk) err
 	if jctx.Err() != nil {
 		return context.Cause(jctx)
 	}
-	tc, partial, err := toWireChunk(chunk)
-	if err != nil {
-		return err
+	m := &message{Kind: kindChunk, Job: job}
+	if !toWireMediaChunk(m, chunk) {
+		tc, partial, err := toWireChunk(chunk)
+		if err != nil {
+			return err
+		}
+		m.Chunk, m.Partial = tc, partial
 	}
 	ack := make(chan error, 1)
 	s.mu.Lock()
@@ -237,7 +241,8 @@ func (s *server) emit(jctx context.Context, job uint64, chunk runners.Chunk) err
 		delete(s.acks, seq)
 		s.mu.Unlock()
 	}()
-	if err := s.send(&message{Kind: kindChunk, Job: job, Seq: seq, Chunk: tc, Partial: partial}); err != nil {
+	m.Seq = seq
+	if err := s.send(m); err != nil {
 		return err
 	}
 	select {

@@ -96,7 +96,7 @@ func TestChunksSurviveTheWire(t *testing.T) {
 		{name: "nil transcript chunk", chunk: (*runners.TranscriptChunk)(nil), want: "cannot be sent"},
 		{name: "empty chunk", m: &message{Kind: kindChunk, Job: 3}, want: "empty chunk of job 3"},
 		{name: "both kinds", m: &message{Kind: kindChunk, Job: 3, Chunk: &wireTranscriptChunk{}, Partial: &wirePartial{}},
-			want: "both a transcript piece and a preview"},
+			want: "carries more than one piece"},
 		{name: "pixels that do not fill the rectangle", m: &message{Kind: kindChunk, Job: 3,
 			Partial: &wirePartial{Image: &wireImage{Width: 2, Height: 2, Format: formatRGBA8, Pixels: blob{Data: make([]byte, 12)}}}}, want: "with 12 bytes of pixels"},
 	}

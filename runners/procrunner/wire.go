@@ -11,16 +11,18 @@ import (
 // a runners type field by field, with explicit names, so the wire stays put when a Go type
 // grows a field: a new field is carried once it is added here, to convert.go and to the spec.
 
-// wireJob is one task of a batch: exactly one of Image, Audio and CNN is set.
+// wireJob is one task of a batch: exactly one of Image, Audio, CNN, Speech and Video is set.
 type wireJob struct {
 	ID uint64 `json:"id"`
 	// Deadline is the job's deadline in Unix seconds (fractional); 0: none.
-	Deadline float64           `json:"deadline,omitempty"`
-	Stream   bool              `json:"stream,omitempty"`   // the parent relays chunks (the task has an Emit)
-	Progress bool              `json:"progress,omitempty"` // the parent relays progress (the task has a Progress)
-	Image    *wireImageRequest `json:"image,omitempty"`
-	Audio    *wireAudioRequest `json:"audio,omitempty"`
-	CNN      *wireCNNRequest   `json:"cnn,omitempty"`
+	Deadline float64            `json:"deadline,omitempty"`
+	Stream   bool               `json:"stream,omitempty"`   // the parent relays chunks (the task has an Emit)
+	Progress bool               `json:"progress,omitempty"` // the parent relays progress (the task has a Progress)
+	Image    *wireImageRequest  `json:"image,omitempty"`
+	Audio    *wireAudioRequest  `json:"audio,omitempty"`
+	CNN      *wireCNNRequest    `json:"cnn,omitempty"`
+	Speech   *wireSpeechRequest `json:"speech,omitempty"`
+	Video    *wireVideoRequest  `json:"video,omitempty"`
 }
 
 // wireImageRequest is a runners.ImageRequest. JSON keeps null (nil) and [] (empty) schedules
@@ -112,11 +114,13 @@ type wirePartial struct {
 	Image      *wireImage `json:"image,omitempty"` // nil: no picture
 }
 
-// wireResult is one job's value: exactly one of Images, Transcript and CNN.
+// wireResult is one job's value: exactly one of Images, Transcript, CNN, Speech and Video.
 type wireResult struct {
 	Images     []wireImage     `json:"images,omitempty"`
 	Transcript *wireTranscript `json:"transcript,omitempty"`
 	CNN        *wireCNNResult  `json:"cnn,omitempty"`
+	Speech     *wireSpeech     `json:"speech,omitempty"`
+	Video      *wireVideo      `json:"video,omitempty"`
 }
 
 // wireTranscript is a runners.TranscriptionResult, decoder statistics included.
