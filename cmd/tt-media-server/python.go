@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/procrunner"
 	"github.com/tenstorrent/tt-media-server-go/workers/python"
 )
@@ -42,12 +44,18 @@ func installPythonWorker(s *config.Settings, log *slog.Logger) (*pythonWorker, e
 
 // runner is the parent side of one Python worker process for group g: the same supervision as
 // the Go device worker (procrunner), another executable.
+// A video model's worker also gets TT_VIDEO_FPS, the clip rate the catalogue gives the model:
+// HEAD's video runners answer bare frames and leave the rate to their VideoManager.
 func (p *pythonWorker) runner(g config.DeviceGroup, runner string, env []string, log *slog.Logger) runners.Runner {
+	env = append(env, "MODEL_RUNNER="+runner)
+	if m, ok := catalogue.Lookup(runner); ok && m.Video != nil {
+		env = append(env, "TT_VIDEO_FPS="+strconv.Itoa(m.Video.FPS))
+	}
 	return procrunner.New(procrunner.Config{
 		WorkerID: g.ID,
 		Path:     p.exe,
 		Args:     []string{"-u", p.script, g.ID, runner},
-		Env:      append(env, "MODEL_RUNNER="+runner),
+		Env:      env,
 		Logger:   log,
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 )
 
-//go:embed tt_worker.py tt_worker_hooks.py
+//go:embed tt_worker.py tt_worker_hooks.py tt_worker_media.py
 var files embed.FS
 
 // Script is the worker's entry point within an installed directory.

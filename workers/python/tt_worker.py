@@ -57,6 +57,27 @@ RUNNERS = {
     "tt-xla-resnet": ("tt_model_runners.forge_runners.runners", "ForgeResnetRunner"),
     "tt-xla-vovnet": ("tt_model_runners.forge_runners.runners", "ForgeVovnetRunner"),
     "tt-xla-mobilenetv2": ("tt_model_runners.forge_runners.runners", "ForgeMobilenetv2Runner"),
+    "tt-xla-efficientnet": ("tt_model_runners.forge_runners.runners", "ForgeEfficientnetRunner"),
+    "tt-xla-vit": ("tt_model_runners.forge_runners.runners", "ForgeVitRunner"),
+    "tt-yolov4": ("tt_model_runners.yolov4_runner", "TTYolov4Runner"),
+    "tt-flux.1-dev": ("tt_model_runners.dit_runners", "TTFlux1Runner"),
+    "tt-flux.1-schnell": ("tt_model_runners.dit_runners", "TTFlux1Runner"),
+    "tt-motif-image-6b-preview": ("tt_model_runners.dit_runners", "TTMotifImage6BPreviewRunner"),
+    "tt-qwen-image": ("tt_model_runners.dit_runners", "TTQwenImageRunner"),
+    "tt-qwen-image-2512": ("tt_model_runners.dit_runners", "TTQwenImageRunner"),
+    "tt-z-image-turbo": ("tt_model_runners.z_image_turbo_runner", "ZImageTurboRunner"),
+    "tt-speecht5-tts": ("tt_model_runners.speecht5_runner", "TTSpeechT5Runner"),
+    "tt-wan2.2": ("tt_model_runners.dit_runners", "TTWan22Runner"),
+    "tt-wan2.2-t2v-prodia": ("tt_model_runners.dit_runners", "TTWan22T2VProdiaRunner"),
+    "tt-wan2.2-i2v": ("tt_model_runners.dit_runners", "TTWan22I2VRunner"),
+    "tt-wan2.2-i2v-prodia": ("tt_model_runners.dit_runners", "TTWan22I2VProdiaRunner"),
+    "tt-wan2.2-i2v-anisora": ("tt_model_runners.dit_runners", "TTWan22I2VAniSoraRunner"),
+    "tt-wan2.2-i2v-distill": ("tt_model_runners.dit_runners", "TTWan22I2VDistillRunner"),
+    "tt-wan2.2-i2v-lora": ("tt_model_runners.dit_runners", "TTWan22I2VLoRARunner"),
+    "tt-wan2.2-i2v-lightning": ("tt_model_runners.dit_runners", "TTWan22I2VLightningRunner"),
+    "tt-mochi-1": ("tt_model_runners.dit_runners", "TTMochi1Runner"),
+    "tt-ltx-2.3-distilled": ("tt_model_runners.dit_runners", "TTLTX23DistilledRunner"),
+    "tt-minimax-h3-t2va": ("tt_model_runners.dit_runners", "TTMiniMaxH3Runner"),
 }
 
 # Request kind -> (module, class) of HEAD's request object.
@@ -66,6 +87,9 @@ REQUESTS = {
     "edit": ("domain.image_edit_request", "ImageEditRequest"),
     "audio": ("domain.audio_processing_request", "AudioProcessingRequest"),
     "cnn": ("domain.image_search_request", "ImageSearchRequest"),
+    "speech": ("domain.text_to_speech_request", "TextToSpeechRequest"),
+    "video": ("domain.video_generate_request", "VideoGenerateRequest"),
+    "video_i2v": ("domain.video_i2v_generate_request", "VideoI2VGenerateRequest"),
 }
 
 # ISO-639-1 code -> whisper's language name, as the Go runners answer (runners/whisper/whispertokenizer).
@@ -96,6 +120,7 @@ log = logging.getLogger("tt_worker")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tt_worker_hooks as hooks  # noqa: E402  (beside this file)
+import tt_worker_media as media  # noqa: E402
 
 
 class ProtocolError(Exception):
@@ -423,6 +448,18 @@ def build_request(job_id, w, blobs):
             "response_format": "json",
         }
         return "cnn", make_request("cnn", fields, {"_task_id": str(job_id)})
+    if "speech" in w:
+        r = w["speech"]
+        emb = r.get("speaker_embedding")
+        fields = media.speech_fields(r, None if emb is None else blob_at(blobs, emb))
+        return "speech", make_request("speech", fields, {"_task_id": str(job_id)})
+    if "video" in w:
+        r = w["video"]
+        images = [(b64_png(image_from_wire(p["image"], blobs).convert("RGB")), int(p.get("frame_pos") or 0))
+                  for p in r.get("image_prompts") or []]
+        kind, fields, private = media.video_fields(r, images)
+        private["_task_id"] = str(job_id)
+        return "video", make_request(kind, fields, private)
     raise ProtocolError(f"job {job_id} has no request")
 
 
@@ -676,7 +713,9 @@ class Worker:
                 log.warning("job %s: %s", job.id, ex)
                 self.answer(job, error=wire_error(ex))
                 continue
-            if w.get("progress"):
+            if job.kind == "video" and w.get("stream"):
+                hook.send_progress = lambda done, total, j=job: self.video_progress(j, done, total)
+            elif w.get("progress"):
                 hook.send_progress = lambda done, total, j=job: self.send(Out("progress", job=j.id, done=done, total=total))
             if w.get("stream"):
                 hook.send_preview = lambda *a, j=job: self.send_preview(j, *a)
@@ -780,6 +819,8 @@ class Worker:
                 self.answer(job, error=err)
             else:
                 live.append(job)
+        if live and live[0].kind == "video":
+            live = self.start_videos(live)
         if not live:
             return
         try:
@@ -811,7 +852,47 @@ class Worker:
             return image_result(out, resp)
         if job.kind == "audio":
             return transcript_result(resp, job.wire["audio"])
+        if job.kind == "speech":
+            media.runner_processor = getattr(self.runner, "processor", None)
+            samples, fields = media.speech_result(resp, job.request)
+            fields["samples"] = out.blob(samples)
+            return {"speech": fields}
+        if job.kind == "video":
+            if isinstance(resp, (list, tuple)) and len(resp) == 1 and isinstance(resp[0], str):
+                resp = resp[0]
+            pixels, width, height, frames = media.video_frames(resp)
+            return {"video": {"width": width, "height": height, "fps": media.video_fps(self.runner), "frames": frames,
+                              "pixels": out.blob(pixels)}}
         return cnn_result(resp)
+
+    def video_progress(self, job, done, total):
+        """A video job's progress as the server's acked chunk; its refusal (the job was
+        cancelled or deleted) stops the runner (hooks.Cancelled)."""
+        if self.progress_wanted(job):
+            self.send(Out("progress", job=job.id, done=int(done), total=int(total)))
+        err = self.emit(job, Out("chunk", job=job.id, video_progress={"done": int(done), "total": int(total)}))
+        if err is not None:
+            raise hooks.Cancelled(err.get("message", "the server stopped the job"))
+
+    @staticmethod
+    def progress_wanted(job):
+        return bool(job.wire.get("progress"))
+
+    def start_videos(self, jobs):
+        """Tells the server that the device has taken each video job (progress 0 of its
+        steps); a job the server refuses (cancelled meanwhile) is answered and left out."""
+        live = []
+        for job in jobs:
+            if not job.wire.get("stream"):
+                live.append(job)
+                continue
+            try:
+                self.video_progress(job, 0, int(job.wire["video"].get("num_inference_steps") or 0))
+            except hooks.Cancelled as ex:
+                self.answer(job, error=wire_error(ex, job))
+                continue
+            live.append(job)
+        return live
 
     def run_stream(self, job):
         """A streaming transcription: HEAD's runners yield {"type": "streaming_chunk", "chunk":
