@@ -25,7 +25,9 @@ import (
 // (media/audioenc) and streaming write every format of both dialects.
 
 // fakeSpeechSeconds is the fake voice's length: 65 ms per character of the trimmed text.
-func fakeSpeechSeconds(text string) float64 { return 0.065 * float64(len([]rune(strings.TrimSpace(text)))) }
+func fakeSpeechSeconds(text string) float64 {
+	return 0.065 * float64(len([]rune(strings.TrimSpace(text))))
+}
 
 // decodeSpeech decodes an answer's audio (any container the server writes) at its own rate.
 func decodeSpeech(t *testing.T, data []byte) *audio.Decoded {
