@@ -7,14 +7,23 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/media/audio"
+	"github.com/tenstorrent/tt-media-server-go/media/video"
 	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 )
 
@@ -153,5 +162,136 @@ func testPythonSpeech(t *testing.T, road e2e.PythonRoad) {
 		}
 		require.True(t, done, "%s", r)
 		require.InDelta(t, fakeSpeechSeconds(text)*24000*2, float64(len(pcm)), 2*24000*0.01)
+	})
+}
+
+// Video on Python workers: fakes of HEAD's video runners (dit_runners.py's TTWan22Runner,
+// TTWan22I2VRunner) on HEAD's real classes, receiving HEAD's real VideoGenerateRequest /
+// VideoI2VGenerateRequest, answering HEAD's frame arrays, which travel as one raw RGB24 blob
+// (never base64); the server's job store and media/video encode the MP4.
+
+// videoJob polls a HEAD-dialect job until it reaches a terminal state and returns it.
+func videoJob(t *testing.T, s *server, id string) map[string]any {
+	t.Helper()
+	var job map[string]any
+	eventually(t, 60*time.Second, "video job "+id+" finished", func() bool {
+		r := s.get(t, "/v1/videos/generations/"+id, "Authorization", bearer)
+		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+		job = r.obj(t)
+		st := job["status"]
+		return st == "completed" || st == "failed" || st == "cancelled"
+	})
+	return job
+}
+
+// probeDownload downloads a completed job's MP4 and probes it.
+func probeDownload(t *testing.T, s *server, id string) video.Info {
+	t.Helper()
+	_, info := downloadVideo(t, s, id)
+	return info
+}
+
+// downloadVideo downloads a completed job's MP4 into a file and probes it.
+func downloadVideo(t *testing.T, s *server, id string) (string, video.Info) {
+	t.Helper()
+	r := s.get(t, "/v1/videos/generations/"+id+"/download", "Authorization", bearer)
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	require.Equal(t, "video/mp4", r.Header.Get("Content-Type"))
+	path := filepath.Join(t.TempDir(), "clip.mp4")
+	require.NoError(t, os.WriteFile(path, r.Body, 0o600))
+	info, err := video.Probe(context.Background(), path)
+	require.NoError(t, err)
+	return path, info
+}
+
+// frameMean is the mean R, G, B of frame n of an MP4 (decoded by ffmpeg).
+func frameMean(t *testing.T, path string, n int) [3]float64 {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-v", "error", "-i", path, "-vf", fmt.Sprintf("select=eq(n\\,%d)", n),
+		"-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-").Output()
+	require.NoError(t, err)
+	require.NotEmpty(t, out)
+	var sum [3]float64
+	for i, v := range out {
+		sum[i%3] += float64(v)
+	}
+	px := float64(len(out) / 3)
+	return [3]float64{math.Round(sum[0] / px), math.Round(sum[1] / px), math.Round(sum[2] / px)}
+}
+
+// TestPythonVideo: DEVICE_BACKEND=python hosts HEAD's video runners: a T2V job (submit →
+// in_progress with progress → completed → download the MP4: h264, yuv420p, 81 frames at 16
+// fps, the mock's 1/8 size), a running job cancelled at the next step with the worker free
+// for the next job, and an I2V job whose image lands in its frame; on HEAD's real classes and
+// on the plain stand-ins.
+func TestPythonVideo(t *testing.T) {
+	t.Parallel()
+	needFFmpeg(t)
+	for _, rd := range pythonRoads {
+		t.Run(rd.name, func(t *testing.T) {
+			t.Parallel()
+			testPythonVideo(t, rd.road(t))
+		})
+	}
+}
+
+func videoEnv(t *testing.T, runner, step string) map[string]string {
+	return videoServerEnv(t.TempDir(), map[string]string{"MODEL_RUNNER": runner, "MOCK_STEP_SECONDS": step})
+}
+
+func testPythonVideo(t *testing.T, road e2e.PythonRoad) {
+	s := startPython(t, road, videoEnv(t, "tt-wan2.2", "0.05"))
+	require.Contains(t, s.stderr.String(), "tt_model_runners.dit_runners.TTWan22Runner")
+
+	t.Run("T2V job to MP4", func(t *testing.T) {
+		r := s.postJSON(t, "/v1/videos/generations", `{"prompt":"a lighthouse at dusk","num_inference_steps":4,"seed":7}`)
+		require.Equalf(t, http.StatusAccepted, r.Status, "%s", r)
+		id := r.obj(t)["id"].(string)
+		job := videoJob(t, s, id)
+		require.Equal(t, "completed", job["status"], "%v", job)
+		require.EqualValues(t, 100, job["progress"])
+		info := probeDownload(t, s, id)
+		require.Equal(t, []any{"h264", "yuv420p", 81, 16.0, 104, 60, true},
+			[]any{info.Codec, info.PixFmt, info.Frames, info.FPS, info.Width, info.Height, info.MoovFirst()})
+		requireHosted(t, s, road, "video_generate_request")
+	})
+	t.Run("cancel while running frees the worker", func(t *testing.T) {
+		r := s.postJSON(t, "/v1/videos/generations", `{"prompt":"a long one","num_inference_steps":50,"seed":1}`)
+		require.Equalf(t, http.StatusAccepted, r.Status, "%s", r)
+		id := r.obj(t)["id"].(string)
+		eventually(t, 30*time.Second, "the job runs with progress", func() bool {
+			job := s.get(t, "/v1/videos/generations/"+id, "Authorization", bearer).obj(t)
+			p, _ := job["progress"].(float64)
+			return job["status"] == "in_progress" && p > 0
+		})
+		c := s.postJSON(t, "/v1/videos/generations/"+id+"/cancel", `{}`)
+		require.Lessf(t, c.Status, 300, "%s", c)
+		require.Equal(t, "cancelled", videoJob(t, s, id)["status"])
+		// The worker stopped at its next step: the next job runs at once (50 steps of 50 ms
+		// would take 2.5 s more) and completes.
+		r = s.postJSON(t, "/v1/videos/generations", `{"prompt":"after the cancel","num_inference_steps":4,"seed":2}`)
+		require.Equalf(t, http.StatusAccepted, r.Status, "%s", r)
+		require.Equal(t, "completed", videoJob(t, s, r.obj(t)["id"].(string))["status"])
+	})
+
+	i2v := startPython(t, road, videoEnv(t, "tt-wan2.2-i2v", "0.001"))
+	t.Run("I2V job to MP4", func(t *testing.T) {
+		red := image.NewRGBA(image.Rect(0, 0, 64, 40))
+		draw.Draw(red, red.Rect, image.NewUniform(color.RGBA{R: 250, G: 20, B: 30, A: 255}), image.Point{}, draw.Src)
+		png := encodePNG(t, red)
+		body := `{"prompt":"a red card","num_inference_steps":4,"seed":3,"image_prompts":[{"image":"` +
+			base64.StdEncoding.EncodeToString(png) + `","frame_pos":0}]}`
+		r := i2v.postJSON(t, "/v1/videos/generations/i2v", body)
+		require.Equalf(t, http.StatusAccepted, r.Status, "%s", r)
+		id := r.obj(t)["id"].(string)
+		require.Equal(t, "completed", videoJob(t, i2v, id)["status"])
+		path, info := downloadVideo(t, i2v, id)
+		require.Equal(t, []any{"h264", 81, 104, 60}, []any{info.Codec, info.Frames, info.Width, info.Height})
+		requireHosted(t, i2v, road, "video_i2v_generate_request")
+		// Frame 0 is the red image (H.264 moves colours a little), frame 80 is not.
+		first, last := frameMean(t, path, 0), frameMean(t, path, 80)
+		require.Greater(t, first[0], 200.0, "frame 0 is the I2V image: %v", first)
+		require.Less(t, first[1], 60.0, "frame 0 is the I2V image: %v", first)
+		require.NotEqual(t, first, last)
 	})
 }
