@@ -7,9 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-python-worker-deps.sh
-# Video has no Python road in these suites yet (issue 29 item 6), so its SDK suites run on the Go
-# road only, in go test ./... .
-TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" -skip '^(TestGoSDKVideo|TestNodeSDKVideo)$' ./tests/sdk/
+TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" ./tests/sdk/
 # The chaos storm (random device errors, aborting workers, client hang-ups, deadlines, overload).
 TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" -run '^TestChaosOnSimulator$' ./tests/
 go test -count=1 "$@" -run 'Python|ImageStream' ./tests/ ./runners/procrunner/

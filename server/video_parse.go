@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 )
@@ -172,8 +173,10 @@ func (s *Server) videoRequest(in *videoInput, d dialect) (*runners.VideoRequest,
 	w, h := spec.Size(chips)
 	frames := spec.Frames
 	scale := 1
-	if s.cfg.Mock && s.cfg.Video.MockScale > 1 {
-		scale = s.cfg.Video.MockScale // MOCK_VIDEO_SCALE: the simulated clip is this much smaller
+	if (s.cfg.Mock || s.cfg.DeviceBackend == config.BackendPython) && s.cfg.Video.MockScale > 1 {
+		// MOCK_VIDEO_SCALE: the simulated clip (or, on Python workers, the clip asked of the
+		// runner: the test fakes make it) is this much smaller
+		scale = s.cfg.Video.MockScale
 	}
 	if len(spec.AspectRatios) > 0 {
 		a := spec.DefaultAspect

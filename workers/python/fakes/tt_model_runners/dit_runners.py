@@ -10,7 +10,8 @@ with base64 `image_prompts`) and answers the frames as HEAD's pipelines do, a fl
 is deterministic in prompt, negative prompt, seed and steps: a gradient whose colours come from
 them and a bright square that moves; each I2V image is the frame at its position. Its size is
 the worker's hint (_width, _height, _num_frames: the clip the server expects), else the
-model's, divided by MOCK_VIDEO_SCALE as the Go mock's. MOCK_STEP_SECONDS per denoising step, with progress and cancellation through
+model's (with MOCK_VIDEO_SCALE the server asks for a smaller clip). MOCK_STEP_SECONDS per
+denoising step, with progress and cancellation through
 tt_worker_hooks (HEAD's runners have neither).
 """
 
@@ -66,9 +67,8 @@ class FakeVideoRunner(FakeRunner):
                 raise hooks.Cancelled()
             self.sleep([request], per_step)
             hooks.progress(request, step + 1, steps)
-        scale = max(1, int(seconds("MOCK_VIDEO_SCALE", 1)))  # as the Go mock: a smaller picture
-        w = max(1, (getattr(request, "_width", 0) or self.size[0]) // scale)
-        h = max(1, (getattr(request, "_height", 0) or self.size[1]) // scale)
+        w = getattr(request, "_width", 0) or self.size[0]
+        h = getattr(request, "_height", 0) or self.size[1]
         n = getattr(request, "_num_frames", 0) or self.size[2]
         key = "|".join(str(x) for x in (request.prompt, request.negative_prompt, request.seed, steps))
         d = hashlib.sha256(key.encode()).digest()
