@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,15 +147,19 @@ func TestPipelineFactory(t *testing.T) {
 		settings config.Settings
 		pipeline bool
 	}{
-		{"weights with the tokenizer", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one}, true},
+		{"weights with the tokenizer", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one, MockStepLatency: 500 * time.Millisecond}, true},
 		{"weights without it", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: one}, false},
 		{"no weights path", config.Settings{Mock: true, DeviceGroups: one}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := reg.New(catalogue.RunnerWan22, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: &tc.settings})
 			require.NoError(t, err)
-			_, isPipe := r.(*PipelineRunner)
+			pr, isPipe := r.(*PipelineRunner)
 			require.Equal(t, tc.pipeline, isPipe)
+			if isPipe {
+				// MOCK_STEP_SECONDS (0.5 s here) over the catalogue's 20 s guided step.
+				require.InDelta(t, 0.025, pr.opts.SimLatencyScale, 1e-12)
+			}
 			require.NoError(t, r.Close())
 		})
 	}
