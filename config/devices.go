@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 )
 
 // maxChipID and maxMeshDim bound numbers so that sums and products cannot overflow.
@@ -249,3 +251,75 @@ var deviceIDs32 = func() string {
 	}
 	return strings.Join(parts, ",")
 }()
+
+// chipsPerID is how many chips one DEVICE_IDS entry stands for on hardware, where an entry is a
+// PCIe device: an n300 card (alone or four in a T3K) carries two chips. 0 means unknown (DEVICE
+// unset), and the mesh-versus-group check is skipped.
+func chipsPerID(device string) int {
+	switch device {
+	case catalogue.DeviceN150, catalogue.DeviceGalaxy:
+		return 1
+	case catalogue.DeviceN300, catalogue.DeviceT3K:
+		return 2
+	}
+	return 0
+}
+
+// buildGroups parses DEVICE_IDS (or derives the default) and checks the groups against the
+// mesh and, in mock mode, against MOCK_DEVICES_COUNT.
+func buildGroups(s *Settings, ids optString, idsSource, meshSource string) error {
+	mesh := s.DeviceMeshShape
+	if s.Mock && !ids.set {
+		groups, err := mockGroups(s.MockDevicesCount, mesh)
+		if err != nil {
+			return err
+		}
+		s.DeviceGroups, s.DeviceIDs = groups, formatGroups(groups)
+		return nil
+	}
+	raw := deviceIDs32
+	if ids.set {
+		raw = ids.s
+	}
+	groups, err := ParseDeviceIDs(raw)
+	if err != nil {
+		return err
+	}
+	s.DeviceGroups, s.DeviceIDs = groups, raw
+	where := ""
+	if idsSource != "DEVICE_IDS" {
+		where = " (set by " + idsSource + ")"
+	}
+	perID := 1
+	if !s.Mock {
+		perID = chipsPerID(s.Device)
+	}
+	for _, g := range groups {
+		if s.Mock {
+			for _, d := range g.Devices {
+				if d >= s.MockDevicesCount {
+					return invalid("DEVICE_IDS", raw, "chip %d does not exist%s: mock mode simulates MOCK_DEVICES_COUNT=%d chips (0..%d)",
+						d, where, s.MockDevicesCount, s.MockDevicesCount-1)
+				}
+			}
+		}
+		chips := len(g.Devices) * perID
+		if len(g.Devices) == 0 { // "" = all devices
+			if !s.Mock {
+				continue
+			}
+			chips = s.MockDevicesCount
+		}
+		if perID == 0 || mesh.Chips() <= chips {
+			continue
+		}
+		group := "(" + g.ID + ")"
+		if g.ID == "" {
+			group = `"" (all MOCK_DEVICES_COUNT chips)`
+		}
+		return invalid("DEVICE_MESH_SHAPE", mesh.String(),
+			"the mesh (from %s) needs %d chips but DEVICE_IDS group %s%s has %d; give each group rows*cols chips",
+			meshSource, mesh.Chips(), group, where, chips)
+	}
+	return nil
+}
