@@ -13,6 +13,9 @@ const ServiceVideo = catalogue.ServiceVideo
 // VideoSpec is a video model's request policy and output, catalogued per model.
 type VideoSpec = catalogue.VideoSpec
 
+// AudioTrack is a text-to-audio-video model's soundtrack shape (catalogue.AudioTrack).
+type AudioTrack = catalogue.AudioTrack
+
 // LargeMeshChips is HEAD's LARGE_MESH_SIZE_THRESHOLD (catalogue.LargeMeshChips).
 const LargeMeshChips = catalogue.LargeMeshChips
 
@@ -38,10 +41,19 @@ type VideoImage struct {
 	FramePos int
 }
 
-// VideoResult is a generated clip: Frames[i] is Width×Height RGB24, shown at FPS.
+// VideoResult is a generated clip: Frames[i] is Width×Height RGB24, shown at FPS; Audio is the
+// soundtrack of a text-to-audio-video model (nil for the others).
 type VideoResult struct {
 	Width, Height, FPS int
 	Frames             [][]byte
+	Audio              *VideoAudio
+}
+
+// VideoAudio is a clip's soundtrack: 16-bit PCM interleaved by channel, lasting as long as
+// the frames.
+type VideoAudio struct {
+	SampleRate, Channels int
+	Samples              []int16
 }
 
 // VideoProgress is a video task's streamed progress (through Task.Emit): Done of Total

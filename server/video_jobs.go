@@ -190,6 +190,9 @@ func (v *videoRunner) run(ctx context.Context, id string, req *runners.VideoRequ
 		}
 	}
 	frames := video.Frames{Width: clip.Width, Height: clip.Height, FPS: clip.FPS, Frames: clip.Frames}
+	if a := clip.Audio; a != nil { // a text-to-audio-video model's soundtrack, muxed as AAC
+		frames.Audio = &video.Audio{SampleRate: a.SampleRate, Channels: a.Channels, Samples: a.Samples}
+	}
 	if err := v.store.Touch(bg, v.owner); err != nil {
 		v.log.Warn("video job heartbeat failed", "err", err)
 	}

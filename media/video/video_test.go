@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	_ "image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,4 +122,80 @@ func TestStills(t *testing.T) {
 	cols, rows, tw, th2 := SpriteGrid(21, 320, 240)
 	require.Equal(t, []int{5, 2, 160, 120}, []int{cols, rows, tw, th2})
 	require.Equal(t, image.Rect(0, 0, 800, 240), img.Bounds())
+}
+
+// tone is seconds of a sine at hz, channels interleaved (the right channel an octave up).
+func tone(rate, channels int, seconds, hz float64) *Audio {
+	n := int(float64(rate) * seconds)
+	a := &Audio{SampleRate: rate, Channels: channels, Samples: make([]int16, n*channels)}
+	for i := range n {
+		for c := range channels {
+			a.Samples[i*channels+c] = int16(12000 * math.Sin(2*math.Pi*hz*float64(c+1)*float64(i)/float64(rate)))
+		}
+	}
+	return a
+}
+
+// TestEncodeMP4WithAudio: a soundtrack comes out as an AAC stream beside the H.264 one, as
+// long as the picture, not silent, and ffmpeg leaves nothing but the MP4 behind.
+func TestEncodeMP4WithAudio(t *testing.T) {
+	needFFmpeg(t)
+	for _, tc := range []struct {
+		name           string
+		n, fps         int
+		rate, channels int
+	}{
+		{"minimax-24fps-stereo", 48, 24, 48000, 2},
+		{"16fps-mono-44k1", 24, 16, 44100, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "out.mp4")
+			f := clip(64, 48, tc.n, tc.fps)
+			f.Audio = tone(tc.rate, tc.channels, float64(tc.n)/float64(tc.fps), 440)
+			require.NoError(t, EncodeMP4(context.Background(), path, f, DefaultOptions))
+			info, err := Probe(context.Background(), path)
+			require.NoError(t, err)
+			require.Equal(t, "h264", info.Codec)
+			require.Equal(t, tc.n, info.Frames)
+			require.Equal(t, AudioInfo{Codec: "aac", SampleRate: tc.rate, Channels: tc.channels, Duration: info.Audio.Duration}, info.Audio)
+			frame := 1 / float64(tc.fps)
+			require.InDelta(t, float64(tc.n)/float64(tc.fps), info.Duration, frame/2, "the picture's length")
+			require.InDelta(t, info.Duration, info.Audio.Duration, frame, "the soundtrack lasts as long as the picture")
+			require.True(t, info.MoovFirst(), "%v", info.Boxes)
+
+			// The track carries the tone: its decoded level is the tone's, not silence.
+			out, err := exec.Command("ffmpeg", "-v", "error", "-i", path, "-map", "0:a:0", "-f", "s16le", "-ac", "1", "pipe:1").Output()
+			require.NoError(t, err)
+			var sum float64
+			for i := 0; i+1 < len(out); i += 2 {
+				v := float64(int16(uint16(out[i]) | uint16(out[i+1])<<8))
+				sum += v * v
+			}
+			rms := math.Sqrt(sum / float64(len(out)/2))
+			require.Greater(t, rms, 4000.0, "the muxed track is (nearly) silent")
+
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "only the MP4 is left: %v", entries)
+		})
+	}
+}
+
+func TestEncodeMP4AudioRefusals(t *testing.T) {
+	f := clip(64, 48, 24, 24)
+	for name, a := range map[string]*Audio{
+		"too short":     tone(48000, 2, 0.5, 440),
+		"too long":      tone(48000, 2, 1.2, 440),
+		"five channels": {SampleRate: 48000, Channels: 5, Samples: make([]int16, 5*48000)},
+		"no samples":    {SampleRate: 48000, Channels: 2},
+		"odd samples":   {SampleRate: 48000, Channels: 2, Samples: make([]int16, 2*48000+1)},
+		"rate 100 Hz":   {SampleRate: 100, Channels: 1, Samples: make([]int16, 100)},
+	} {
+		g := f
+		g.Audio = a
+		err := EncodeMP4(context.Background(), filepath.Join(t.TempDir(), "x.mp4"), g, DefaultOptions)
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), "audio", name)
+	}
 }

@@ -44,12 +44,16 @@ var videoModels = []Model{
 	videoModel(RunnerWan22I2VLoRA, "Wan2.2-I2V-LoRA", "TTWan22I2VLoRARunner", wanSpec(true, 0)),
 	videoModel(RunnerWan22I2VLightning, "Wan2.2-I2V-Lightning", "TTWan22I2VLightningRunner", wanSpec(true, 4)),
 	// LTX-2.3 distilled: 145 frames of 1920x1088 at 24 fps (HEAD's LTX_* constants).
-	videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088}),
+	// Both text-to-audio-video runners return a soundtrack beside the frames (HEAD's
+	// VideoAudioResult), muxed as AAC.
+	videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088,
+		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}),
 	// MiniMax-H3 t2va: 768P at six aspect ratios, 4-15 s, 24 fps, always 50 steps
 	// (HEAD's tt_model_runners/minimax_h3_policy.py).
 	videoModel(RunnerMiniMaxH3T2VA, "MiniMax-H3", "TTMiniMaxH3Runner", &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
 		AspectRatios:  [][2]int{{21, 9}, {16, 9}, {4, 3}, {1, 1}, {3, 4}, {9, 16}},
-		DefaultAspect: [2]int{16, 9}, Durations: []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, DefaultDuration: 5}),
+		DefaultAspect: [2]int{16, 9}, Durations: []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, DefaultDuration: 5,
+		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}),
 }
 
 // wanSpec is Wan2.2's output (81 frames at 16 fps; 832x480, 1280x720 on a Galaxy-class mesh:
@@ -89,6 +93,15 @@ type VideoSpec struct {
 	DefaultDuration int
 	// ShortSide is the short side of MiniMax's frames (768P).
 	ShortSide int
+	// Audio, when set, says the model makes a soundtrack (text-to-audio-video: LTX-2.3,
+	// MiniMax-H3), muxed into the MP4 as AAC: the simulated twin's track has this shape; a real
+	// pipeline reports its own sampling rate.
+	Audio *AudioTrack
+}
+
+// AudioTrack is a soundtrack's shape.
+type AudioTrack struct {
+	SampleRate, Channels int
 }
 
 // Size is the clip's width×height on a mesh of chips chips.

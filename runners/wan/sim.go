@@ -4,9 +4,9 @@
 // model's device time (MOCK_STEP_SECONDS per denoising step), tells progress after every step,
 // stops at the next step when its task is cancelled, and makes a deterministic moving picture
 // that depends on the prompt, the seed and the I2V images, at the size the request names (the
-// server shrinks it by MOCK_VIDEO_SCALE in mock-device mode). tt-wan2.2 can instead run the
-// Wan2.2 T2V host pipeline (runners/wan/t2v) on the simulator: PipelineRunner, chosen by
-// PipelineFactory.
+// server shrinks it by MOCK_VIDEO_SCALE in mock-device mode), with a soundtrack for the
+// text-to-audio-video models. tt-wan2.2 can instead run the Wan2.2 T2V host pipeline
+// (runners/wan/t2v) on the simulator: PipelineRunner, chosen by PipelineFactory.
 package wan
 
 import (
@@ -124,7 +124,11 @@ func (r *simRunner) generate(ctx context.Context, req *runners.VideoRequest, t r
 	if w <= 0 || h <= 0 || n <= 0 {
 		return nil, &simdev.BadRequest{Msg: fmt.Sprintf("%s: clip size %dx%d with %d frames", r.model, w, h, n)}
 	}
-	return &runners.VideoResult{Width: w, Height: h, FPS: r.spec.FPS, Frames: render(req, w, h, n)}, nil
+	res := &runners.VideoResult{Width: w, Height: h, FPS: r.spec.FPS, Frames: render(req, w, h, n)}
+	if r.spec.Audio != nil { // a text-to-audio-video model: its soundtrack (audio.go)
+		res.Audio = simAudio(req, *r.spec.Audio, n, r.spec.FPS)
+	}
+	return res, nil
 }
 
 // render draws the clip: a background whose two colours come from the prompt (and drift with
