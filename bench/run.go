@@ -291,6 +291,10 @@ func do(ctx context.Context, cfg *Config, i int, tag string) sample {
 			s.errKind, s.errMsg = classify(err), err.Error()
 			return s
 		}
+		if w.job && s.status == http.StatusAccepted {
+			followJob(ctx, cfg, data, start, &s)
+			return s
+		}
 		if s.ok() {
 			s.units = w.Units(data)
 			if s.units == 0 && w.UnitName == "audio_s" {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 )
 
 // Kind names a built-in workload.
@@ -50,6 +51,8 @@ type WorkloadSpec struct {
 	// Words and Voice of speech requests (defaults 20 and alloy).
 	Words int    `json:"words,omitempty"`
 	Voice string `json:"voice,omitempty"`
+	// Poll is the interval at which a video job is polled (0: 50 ms).
+	Poll time.Duration `json:"poll,omitempty"`
 }
 
 // Workload is a prepared request template.
@@ -66,6 +69,8 @@ type Workload struct {
 	// (audio seconds of the request); 0 means count them from the response.
 	unitsPerOK float64
 	body       func(i int) []byte
+	// job: a 202 answer names a job, followed to its end (followJob).
+	job bool
 }
 
 // Body returns the body of the i-th request (nil for GET).
@@ -177,8 +182,13 @@ func NewWorkload(spec WorkloadSpec) (*Workload, error) {
 		if err := speechWorkload(w, spec); err != nil {
 			return nil, err
 		}
+	case KindVideo: // video.go: each request is a job followed to its end
+		w.Path, w.UnitName, w.body, w.job = "/v1/videos/generations", "jobs", videoBody(spec), true
+		if spec.Steps != 0 && (spec.Steps < 4 || spec.Steps > 50) {
+			return nil, fmt.Errorf("%w: video num_inference_steps must be 4..50, got %d", ErrConfig, spec.Steps)
+		}
 	default:
-		return nil, fmt.Errorf("%w: unknown workload %q (want image, audio, cnn, speech or liveness)", ErrConfig, spec.Kind)
+		return nil, fmt.Errorf("%w: unknown workload %q (want image, audio, cnn, speech, liveness or video)", ErrConfig, spec.Kind)
 	}
 	if spec.Path != "" {
 		w.Path = spec.Path

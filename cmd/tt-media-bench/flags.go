@@ -26,6 +26,7 @@ type loadFlags struct {
 	images       int
 	guidance     float64
 	steps        int
+	poll         time.Duration
 	audioSeconds float64
 	stream       bool
 	preprocess   string
@@ -70,11 +71,12 @@ func (f *loadFlags) register(fs *flag.FlagSet, withLoad bool) {
 	fs.BoolVar(&f.noAuth, "no-auth", false, "send no Authorization header")
 	fs.Var(&f.headers, "header", `extra request header "Name: value" (repeatable)`)
 
-	fs.StringVar(&f.kind, "kind", "image", "workload: image, audio, cnn, speech or liveness")
+	fs.StringVar(&f.kind, "kind", "image", "workload: image, audio, cnn, speech, liveness or video")
 	fs.StringVar(&f.path, "path", "", "route override, e.g. /v1/images/generations")
 	fs.IntVar(&f.images, "images", 1, "image: number_of_images per request (1..4)")
 	fs.Float64Var(&f.guidance, "guidance-scale", 5, "image: guidance_scale")
-	fs.IntVar(&f.steps, "steps", 0, "image: num_inference_steps (0: server default)")
+	fs.IntVar(&f.steps, "steps", 0, "image or video: num_inference_steps (0: server default)")
+	fs.DurationVar(&f.poll, "poll", 50*time.Millisecond, "video: job poll interval (queue wait and device time are measured to within it)")
 	fs.Float64Var(&f.audioSeconds, "audio-seconds", 5, "audio: seconds of generated audio per request")
 	fs.BoolVar(&f.stream, "stream", false, "audio: ask for NDJSON streaming and measure time to first chunk")
 	fs.StringVar(&f.preprocess, "preprocess", "", "audio: is_preprocessing_enabled true|false (empty: server default)")
@@ -107,6 +109,8 @@ func (f *loadFlags) workload() (*bench.Workload, error) {
 		spec.Images, spec.GuidanceScale, spec.Steps = f.images, f.guidance, f.steps
 	case bench.KindSpeech:
 		spec.Words, spec.Voice = f.words, f.voice
+	case bench.KindVideo:
+		spec.Steps, spec.Poll = f.steps, f.poll
 	case bench.KindAudio:
 		if f.file == "" {
 			spec.AudioSeconds = f.audioSeconds
