@@ -102,20 +102,54 @@ func TestAdd(t *testing.T) {
 	require.False(t, ok)
 }
 
-// docs/ARCHITECTURE.md's road table names every catalogued runner (a wan name by its prefix).
-func TestRoadTableNamesEveryRunner(t *testing.T) {
+// docs/ARCHITECTURE.md's road table says what the catalogue says: every catalogued runner is
+// in one row (by name; the other Wan names by the row's tt-wan2.2* wildcard), whose service is
+// the model's, whose Go pipeline cell starts "yes" exactly when the model has a Go pipeline,
+// and whose Python road cell names the class HEAD's runner_fabric builds (a * in the cell
+// matches, as TTWan22*Runner).
+func TestRoadTableMatchesCatalogue(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ARCHITECTURE.md"))
 	require.NoError(t, err)
 	text := string(doc)
 	start := strings.Index(text, "## Which runner runs on which road")
 	require.GreaterOrEqual(t, start, 0)
 	text = text[start:]
-	for _, m := range Models() {
-		name := m.Name
-		if strings.HasPrefix(name, "tt-wan2.2") {
-			name = "tt-wan2.2*"
+	var rows [][]string
+	for _, line := range strings.Split(text[:strings.Index(text[1:], "\n## ")+1], "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if strings.HasPrefix(line, "| ") && len(cells) == 5 && cells[0] != "MODEL_RUNNER" {
+			rows = append(rows, cells)
 		}
-		require.Contains(t, text, name, "the road table does not name %s", m.Name)
+	}
+	require.NotEmpty(t, rows, "the road table did not parse")
+	name := regexp.MustCompile(`[a-z0-9][a-z0-9.*-]*`)
+	rowOf := func(runner string) []string {
+		for _, exact := range []bool{true, false} {
+			for _, r := range rows {
+				for _, n := range name.FindAllString(r[0], -1) {
+					if ok, _ := filepath.Match(n, runner); n == runner || !exact && ok {
+						return r
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for _, m := range Models() {
+		t.Run(m.Name, func(t *testing.T) {
+			r := rowOf(m.Name)
+			require.NotNil(t, r, "the road table has no row for %s", m.Name)
+			require.Equal(t, string(m.Service), r[1], "service")
+			require.Equal(t, m.GoPipeline, strings.HasPrefix(r[2], "yes"), "Go pipeline cell %q", r[2])
+			class := m.PythonClass[strings.LastIndex(m.PythonClass, ".")+1:]
+			found := false
+			for _, w := range regexp.MustCompile(`[A-Za-z0-9_*]+`).FindAllString(r[4], -1) {
+				if ok, _ := filepath.Match(w, class); ok {
+					found = true
+				}
+			}
+			require.True(t, found, "the Python road cell %q does not name %s", r[4], class)
+		})
 	}
 }
 

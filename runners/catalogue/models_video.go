@@ -34,6 +34,7 @@ var videoModels = []Model{
 		// The Go road's host pipeline (runners/wan/t2v) on the simulator: a guided step is two
 		// expert runs of the wan22-t2v-transformer manifests' 10 s (TT's T3K figure at 832x480).
 		m.Sim.PipelineUnitSeconds = wan22GuidedStep
+		m.GoPipeline = true // the road table says so (TestRoadTableMatchesCatalogue)
 		return m
 	}(),
 	videoModel(RunnerWan22T2VProdia, "Wan2.2-T2V-A14B-Prodia", "TTWan22T2VProdiaRunner", wanSpec(false, 0)),
