@@ -9,9 +9,10 @@ package server
 // lists is refused with a 400 naming them; a body with neither is the route's documented
 // default. The rule and its examples are in docs/API.md ("Two dialects on /v1").
 //
-// A new /v1 route plugs in with s.inference(inferenceRoute{rule, python, openai}) (request.go);
-// its legacy (non-/v1) twin with deprecated(successor) first and s.inference with the
-// successor set and the Python handler only.
+// A new /v1 route plugs in with s.inference(inferenceRoute{rule, handle}) (request.go): one
+// handler that reads in.dialect's body into the route's one request type and answers in that
+// dialect's shape; its legacy (non-/v1) twin with deprecated(successor) first and the same
+// s.inference with the successor set (the dialect is then always the Python server's).
 
 import (
 	"bytes"

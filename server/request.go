@@ -65,26 +65,24 @@ type inferenceRoute struct {
 	// successor, on a legacy (non-/v1) route, is its /v1 successor: the route speaks the
 	// Python dialect only and refuses OpenAI's fields with a 400 naming the successor.
 	successor string
-	// handle is the route's one handler: it reads the body in in.dialect (rule decides it)
-	// into the route's request type and answers in that dialect's shape.
+	// handle is the route's one handler: it reads the body in in.dialect (rule decides it;
+	// the Python server's without a rule or with a successor) into the route's request type
+	// and answers in that dialect's shape.
 	handle handlerFunc
-	// python and openai are the handlers of the two dialects of a route not yet served by one
-	// handler (openai nil on a Python-only route).
-	python, openai handlerFunc
 }
 
 // home is the envelope of the errors a route answers before the body's dialect is known: OpenAI's
 // on a two-dialect /v1 route (where the OpenAI SDKs read them), the Python server's elsewhere.
 func (rt inferenceRoute) home() dialect {
-	if rt.openai != nil || (rt.handle != nil && rt.rule != nil && rt.successor == "") {
+	if rt.rule != nil && rt.successor == "" {
 		return dialectOpenAI
 	}
 	return dialectPython
 }
 
 // inference serves one inference route: it reads the body once (already capped by limitBody),
-// answers a replayed Idempotency-Key, decides the dialect and calls that dialect's handler with
-// the body.
+// answers a replayed Idempotency-Key, decides the dialect and calls the route's handler with
+// the body and its dialect.
 func (s *Server) inference(rt inferenceRoute) gin.HandlerFunc {
 	home := rt.home()
 	return func(c *gin.Context) {
@@ -107,15 +105,7 @@ func (s *Server) inference(rt inferenceRoute) gin.HandlerFunc {
 				in.dialect = d
 				c.Header(dialectHeader, d.String())
 			}
-			if rt.handle != nil {
-				rt.handle(c, in)
-				return
-			}
-			if in.dialect == dialectOpenAI {
-				rt.openai(c, in)
-				return
-			}
-			rt.python(c, in)
+			rt.handle(c, in)
 		})
 	}
 }

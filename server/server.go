@@ -227,7 +227,7 @@ func (s *Server) routes() *gin.Engine {
 				s.inference(inferenceRoute{rule: &audioRule, successor: v1, handle: s.handleAudio(task, nil)}))
 		case runners.ServiceCNN:
 			// CNN has no OpenAI counterpart: /v1 serves the Python dialect only.
-			cnn := s.inference(inferenceRoute{python: s.handleCNN})
+			cnn := s.inference(inferenceRoute{handle: s.handleCNN})
 			r.POST("/cnn/search-image", deprecated("/v1/cnn/search-image"), authed, limited, deadline,
 				s.limitBody(maxImageBody, dialectPython), cnn)
 			r.POST("/v1/cnn/search-image", authed, limited, deadline, s.limitBody(maxImageBody, dialectPython), cnn)
