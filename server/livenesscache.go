@@ -9,8 +9,9 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
-	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gin-gonic/gin"
@@ -38,22 +39,25 @@ func (lc *livenessCache) answer(c *gin.Context, key []byte) bool {
 	return true
 }
 
+// store keeps a copy of key (the caller's buffer is reused).
 func (lc *livenessCache) store(key []byte, status int, body []byte) {
-	lc.last.Store(&cachedLiveness{key: key, body: body, status: status})
+	lc.last.Store(&cachedLiveness{key: bytes.Clone(key), body: body, status: status})
 }
 
-// livenessKey fingerprints everything livenessResponse reads of one pool's snapshot: strings
-// length-prefixed, numbers in full, workers in id order.
-func livenessKey(sn poolSnapshot) []byte {
-	k := make([]byte, 0, 256)
-	str := func(s string) {
-		k = strconv.AppendInt(k, int64(len(s)), 10)
-		k = append(k, ':')
-		k = append(k, s...)
-	}
+// keyBufs are the scratch buffers of livenessKey (one per request in flight).
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// livenessKey fingerprints everything livenessResponse reads of one pool's snapshot into k
+// (reset; its capacity reused): strings length-prefixed, numbers as 8 fixed bytes (no decimal
+// formatting: the key is only compared), workers in id order.
+func livenessKey(k []byte, sn poolSnapshot) []byte {
+	k = k[:0]
 	num := func(n int64) {
-		k = strconv.AppendInt(k, n, 10)
-		k = append(k, ',')
+		k = binary.LittleEndian.AppendUint64(k, uint64(n))
+	}
+	str := func(s string) {
+		num(int64(len(s)))
+		k = append(k, s...)
 	}
 	flag := func(b bool) {
 		if b {
@@ -73,7 +77,8 @@ func livenessKey(sn poolSnapshot) []byte {
 	str(cs.JPEGDetail)
 	str(cs.WebP)
 	str(cs.WebPDetail)
-	ids := make([]string, 0, len(sn.workers))
+	var idBuf [8]string
+	ids := idBuf[:0]
 	for id := range sn.workers {
 		ids = append(ids, id)
 	}

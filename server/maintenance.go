@@ -81,7 +81,10 @@ func (s *Server) handleLiveness(c *gin.Context) {
 	snaps := s.poolSnapshots()
 	var key []byte
 	if len(snaps) == 1 { // an unchanged server answers its last bytes (livenesscache.go)
-		key = livenessKey(snaps[0])
+		buf := keyBufs.Get().(*[]byte)
+		defer keyBufs.Put(buf)
+		key = livenessKey(*buf, snaps[0])
+		*buf = key
 		if s.liveness.answer(c, key) {
 			return
 		}
