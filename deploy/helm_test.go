@@ -78,6 +78,7 @@ type rendered struct {
 	secret      *corev1.Secret
 	hpa         *autoscalingv2.HorizontalPodAutoscaler
 	monitor     *serviceMonitor
+	pvc         *corev1.PersistentVolumeClaim
 	kinds       []string
 	configNames map[string]bool
 }
@@ -115,6 +116,9 @@ func decodeManifests(t *testing.T, out string) rendered {
 		case "monitoring.coreos.com/v1/ServiceMonitor":
 			r.monitor = &serviceMonitor{}
 			obj = r.monitor
+		case "v1/PersistentVolumeClaim":
+			r.pvc = &corev1.PersistentVolumeClaim{}
+			obj = r.pvc
 		default:
 			t.Fatalf("unexpected kind %s in:\n%s", key, doc)
 		}
@@ -219,6 +223,66 @@ func TestHelmTemplate(t *testing.T) {
 		},
 		{
 			name: "existing secret", set: []string{"auth.existingSecret=my-keys"}, kinds: 3, existing: "my-keys",
+		},
+		{
+			name: "video: replicas on PostgreSQL and a shared volume", mock: true, kinds: 5,
+			set: []string{"auth.apiKey=k", "mock=true", "model.runner=tt-wan2.2", "replicaCount=3", "video.enabled=true",
+				"video.database.url=postgres://jobs:pw@pg:5432/jobs", "video.persistence.storageClass=nfs"},
+			check: func(t *testing.T, r rendered) {
+				require.Equal(t, int32(3), *r.deployment.Spec.Replicas)
+				require.Equal(t, "postgres://jobs:pw@pg:5432/jobs", r.secret.StringData["JOB_DATABASE_URL"], "the database URL is a secret")
+				require.NotContains(t, r.configMap.Data, "JOB_DATABASE_URL")
+				require.NotContains(t, r.configMap.Data, "JOB_DATABASE_PATH", "replicas do not use SQLite")
+				require.Equal(t, "/var/lib/tt-media-server/videos", r.configMap.Data["TT_VIDEO_OUTPUT_DIR"])
+				require.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, r.pvc.Spec.AccessModes)
+				require.Equal(t, "nfs", *r.pvc.Spec.StorageClassName)
+				spec := r.deployment.Spec.Template.Spec
+				require.Len(t, spec.Volumes, 1)
+				require.Equal(t, r.pvc.Name, spec.Volumes[0].PersistentVolumeClaim.ClaimName, "every replica mounts the one claim")
+				c := spec.Containers[0]
+				require.Equal(t, []corev1.VolumeMount{{Name: "videos", MountPath: "/var/lib/tt-media-server"}}, c.VolumeMounts)
+				require.Equal(t, "metadata.name", c.Env[0].ValueFrom.FieldRef.FieldPath, "JOB_REPLICA_ID is the pod's name")
+				require.Equal(t, "JOB_REPLICA_ID", c.Env[0].Name)
+				require.Equal(t, int64(65532), *spec.SecurityContext.FSGroup, "the non-root server can write the volume")
+			},
+		},
+		{
+			name: "video: database URL from a Secret you manage, existing claim, hardware", kinds: 4,
+			set: []string{"auth.apiKey=k", "model.runner=tt-wan2.2", "replicaCount=2", "video.enabled=true",
+				"video.database.existingSecret=pg-creds", "video.database.existingSecretKey=url", "video.persistence.existingClaim=shared-videos"},
+			check: func(t *testing.T, r rendered) {
+				require.Nil(t, r.pvc, "an existing claim: no PVC rendered")
+				require.NotContains(t, r.secret.StringData, "JOB_DATABASE_URL")
+				c := r.deployment.Spec.Template.Spec.Containers[0]
+				env := map[string]corev1.EnvVar{}
+				for _, e := range c.Env {
+					env[e.Name] = e
+				}
+				ref := env["JOB_DATABASE_URL"].ValueFrom.SecretKeyRef
+				require.Equal(t, "pg-creds", ref.Name)
+				require.Equal(t, "url", ref.Key)
+				claims := map[string]string{}
+				for _, v := range r.deployment.Spec.Template.Spec.Volumes {
+					if v.PersistentVolumeClaim != nil {
+						claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+					}
+				}
+				require.Equal(t, map[string]string{"videos": "shared-videos"}, claims)
+				mounts := map[string]string{}
+				for _, m := range c.VolumeMounts {
+					mounts[m.Name] = m.MountPath
+				}
+				require.Equal(t, "/var/lib/tt-media-server", mounts["videos"])
+				require.Equal(t, "/dev/tenstorrent", mounts["tenstorrent"])
+			},
+		},
+		{
+			name: "video: one replica keeps SQLite on the volume", mock: true, kinds: 5,
+			set: []string{"auth.apiKey=k", "mock=true", "model.runner=tt-wan2.2", "video.enabled=true"},
+			check: func(t *testing.T, r rendered) {
+				require.Equal(t, "/var/lib/tt-media-server/jobs.db", r.configMap.Data["JOB_DATABASE_PATH"])
+				require.NotContains(t, r.secret.StringData, "JOB_DATABASE_URL")
+			},
 		},
 		{
 			name: "mock mode", set: []string{"auth.apiKey=k", "mock=true"}, mock: true, kinds: 4,
@@ -330,7 +394,9 @@ func checkCommon(t *testing.T, r rendered, mock bool, existingSecret string, env
 		require.Contains(t, vols, name, "mount of an undeclared volume")
 	}
 	if mock {
-		require.Empty(t, spec.Volumes)
+		for _, v := range spec.Volumes { // no host paths in mock mode; only the video results' claim
+			require.NotNil(t, v.PersistentVolumeClaim, "mock mode mounts %s", v.Name)
+		}
 		require.True(t, *spec.SecurityContext.RunAsNonRoot)
 		require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
 		require.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, d.Spec.Strategy.Type)
@@ -359,6 +425,14 @@ func TestHelmTemplateRefuses(t *testing.T) {
 		{"device without model", []string{"auth.apiKey=k", "device.type=galaxy"}, "device.type needs model.name"},
 		{"secret through env", []string{"auth.apiKey=k", "env.API_KEY=x"}, "env.API_KEY"},
 		{"bad hugepages mode", []string{"auth.apiKey=k", "hugepages.mode=both"}, "hugepages.mode must be"},
+		{"video replicas without a database", []string{"auth.apiKey=k", "video.enabled=true", "replicaCount=2"}, "needs video.database.url"},
+		{"video autoscaling without a database", []string{"auth.apiKey=k", "video.enabled=true", "autoscaling.enabled=true"}, "needs video.database.url"},
+		{"video database not postgres", []string{"auth.apiKey=k", "video.enabled=true", "video.database.url=mysql://x"}, "postgres:// or postgresql://"},
+		{"video replicas on a ReadWriteOnce claim", []string{"auth.apiKey=k", "video.enabled=true", "replicaCount=2",
+			"video.database.url=postgres://x", "video.persistence.accessMode=ReadWriteOnce"}, "must be ReadWriteMany"},
+		{"video database URL with an existing auth secret", []string{"auth.existingSecret=s", "video.enabled=true",
+			"video.database.url=postgres://x"}, "video.database.existingSecret"},
+		{"database URL through env", []string{"auth.apiKey=k", "env.JOB_DATABASE_URL=postgres://x"}, "env.JOB_DATABASE_URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
