@@ -10,6 +10,9 @@ import (
 	"image/png"
 	"maps"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -17,6 +20,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/families"
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 )
 
 // keys is the sorted key set of a JSON object.
@@ -126,5 +130,72 @@ func TestHEADCNNRunnersRefuseUnreadFields(t *testing.T) {
 			require.Equal(t, http.StatusBadRequest, status)
 			require.Contains(t, answer["detail"], tc.field)
 		})
+	}
+}
+
+// The answers of HEAD's Forge CNN runners are what HEAD's own response model makes of them:
+// each is parsed by HEAD's real ImageSearchResponse (domain/image_search_response.py, pydantic
+// 2) and dumped back unchanged — no field missing, extra or retyped. YOLOv4's detection list
+// is what HEAD's TTYolov4Runner formats, and HEAD's ImageSearchResponse rejects it (why HEAD's
+// own tt-yolov4 answers no client: docs/API.md).
+func TestHEADCNNAnswersAreHEADsResponseModel(t *testing.T) {
+	road := e2e.HeadRoad(t, filepath.Join("..", ".."))
+	head, err := filepath.Abs(e2e.HeadDir(filepath.Join("..", "..")))
+	require.NoError(t, err)
+	img := image.NewRGBA(image.Rect(0, 0, 96, 64))
+	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+	draw.Draw(img, image.Rect(20, 10, 50, 40), image.NewUniform(color.RGBA{20, 40, 220, 255}), image.Point{}, draw.Src)
+	var pic bytes.Buffer
+	require.NoError(t, png.Encode(&pic, img))
+	prompt := base64.StdEncoding.EncodeToString(pic.Bytes())
+	// One interpreter for every answer (a Python start costs seconds on a loaded box): each
+	// line in is an answer, each line out HEAD's dump of it or {"error": ...}.
+	const roundTrip = `import json, sys
+from domain.image_search_response import ImageSearchResponse
+for line in sys.stdin:
+    try:
+        print(ImageSearchResponse(**json.loads(line)).model_dump_json())
+    except Exception as e:
+        print(json.dumps({"error": str(e)}))`
+	tests := []struct {
+		runner string
+		fields map[string]any
+		valid  bool
+	}{
+		{catalogue.RunnerSegFormer, map[string]any{"min_confidence": 0}, true},
+		{catalogue.RunnerUNet, map[string]any{"min_confidence": 0}, true},
+		{catalogue.RunnerYOLOXNano, map[string]any{"min_confidence": 0}, true},
+		{catalogue.RunnerYOLOXNano, map[string]any{"response_format": "verbose_json", "min_confidence": 0}, true},
+		{catalogue.RunnerYOLOv4, nil, false},
+	}
+	var answers [][]byte
+	for _, tc := range tests {
+		do := serve(t, families.NewRegistry(), map[string]string{"MODEL_RUNNER": tc.runner, "MOCK_CNN_SECONDS": "0"})
+		fields := map[string]any{"prompt": prompt}
+		maps.Copy(fields, tc.fields)
+		body, err := json.Marshal(fields)
+		require.NoError(t, err)
+		status, answer := do(http.MethodPost, "/cnn/search-image", body)
+		require.Equal(t, http.StatusOK, status, "%s: %v", tc.runner, answer)
+		ours, err := json.Marshal(answer)
+		require.NoError(t, err)
+		answers = append(answers, ours)
+	}
+	cmd := exec.CommandContext(t.Context(), road.Exe, "-c", roundTrip)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+head+string(os.PathListSeparator)+road.PythonPath)
+	cmd.Stdin = bytes.NewReader(append(bytes.Join(answers, []byte("\n")), '\n'))
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	require.Len(t, lines, len(tests))
+	for i, tc := range tests {
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(lines[i], &got))
+		if !tc.valid {
+			require.Contains(t, got, "error", "HEAD's ImageSearchResponse took %s's answer", tc.runner)
+			continue
+		}
+		require.NotContains(t, got, "error", "HEAD's ImageSearchResponse refused %s's answer %s", tc.runner, answers[i])
+		require.JSONEq(t, string(answers[i]), string(lines[i]), tc.runner)
 	}
 }
