@@ -1,7 +1,8 @@
 """Fakes of HEAD's DiT runners (ours), at HEAD's module path with HEAD's class names.
 
 Image (TTSD35Runner, TTFlux1Runner, TTMotifImage6BPreviewRunner, TTQwenImageRunner, also
-tt-qwen-image-2512's): the SDXL fake's pictures; like HEAD's, one request per call.
+tt-qwen-image-2512's): the SDXL fake's pictures at 1024x1024 as HEAD's tt-dit pipelines make them; like HEAD's, one
+request per call.
 
 Video (TTWan22Runner and its T2V/I2V variants, TTMochi1Runner, TTLTX23DistilledRunner,
 TTMiniMaxH3Runner): like HEAD's, run() takes [VideoGenerateRequest] (I2V: VideoI2VGenerateRequest
@@ -26,6 +27,8 @@ from tt_model_runners.sdxl_generate_runner_trace import TTSDXLGenerateRunnerTrac
 
 
 class TTSD35Runner(TTSDXLGenerateRunnerTrace):
+    size = 1024  # HEAD's tt-dit image pipelines make 1024x1024
+
     def is_request_batchable(self, request, batch=None):
         return not batch
 

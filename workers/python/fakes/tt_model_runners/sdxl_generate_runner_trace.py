@@ -35,6 +35,8 @@ def render(req, size=SIZE):
 
 
 class TTSDXLGenerateRunnerTrace(FakeRunner):
+    size = None  # the picture's side: SDXL_IMAGE_RESOLUTION's, or the model's own
+
     def is_request_batchable(self, request, batch=None):
         if not batch:
             return True
@@ -65,4 +67,4 @@ class TTSDXLGenerateRunnerTrace(FakeRunner):
                     gray = Image.new("RGB", (256, 256), (128, 128, 128))
                     pic = Image.blend(gray, finals[requests.index(r)], step / steps)
                     hooks.preview(r, index, 0, step, steps, pic)
-        return [render(r) for r in requests]
+        return [render(r, self.size or SIZE) for r in requests]

@@ -66,3 +66,17 @@ class ForgeVovnetRunner(ForgeRunner):
 
 class ForgeMobilenetv2Runner(ForgeRunner):
     model = "mobilenetv2"
+
+
+class ForgeEfficientnetRunner(ForgeRunner):
+    model = "efficientnet"
+
+
+class ForgeVitRunner(ForgeRunner):
+    model = "vit"
+
+
+class ForgeSegformerRunner(ForgeRunner):
+    """HEAD's SegFormer loader is SegformerForImageClassification: ImageNet labels."""
+
+    model = "segformer"
