@@ -17,10 +17,15 @@ const (
 	RunnerMiniMaxH3T2VA     = "tt-minimax-h3-t2va"
 )
 
-// wan22GuidedStep is the simulated device time of one guided Wan2.2 T2V denoising step on a
-// (2,4) mesh at 832x480: 800 s for 40 steps in tt-metal's
-// models/tt_dit/tests/models/wan2_2/test_performance_wan.py (t2v_metrics, Wormhole T3K).
-const wan22GuidedStep = 20.0
+// Wan22GuidedStep and Wan22GuidedStepGalaxy are the simulated device time (seconds) of one
+// guided Wan2.2 T2V denoising step (two expert runs): on a (2,4) mesh at 832x480, 800 s for 40
+// steps, and on a Wormhole (4,8) Galaxy at 1280x720, 440 s for 40 steps, in tt-metal's
+// models/tt_dit/tests/models/wan2_2/test_performance_wan.py (t2v_metrics). The wan22-t2v-*
+// manifests carry the same figures per program run.
+const (
+	Wan22GuidedStep       = 20.0
+	Wan22GuidedStepGalaxy = 11.0
+)
 
 // dit is HEAD's tt-dit runner module.
 const dit = "tt_model_runners.dit_runners."
@@ -33,7 +38,7 @@ var videoModels = []Model{
 		m.Default = true
 		// The Go road's host pipeline (runners/wan/t2v) on the simulator: a guided step is two
 		// expert runs of the wan22-t2v-transformer manifests' 10 s (TT's T3K figure at 832x480).
-		m.Sim.PipelineUnitSeconds = wan22GuidedStep
+		m.Sim.PipelineUnitSeconds = Wan22GuidedStep
 		m.GoPipeline = true // the road table says so (TestRoadTableMatchesCatalogue)
 		return m
 	}(),

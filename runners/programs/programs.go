@@ -34,6 +34,7 @@ const (
 var (
 	m11 = ttnn.MeshShape{Rows: 1, Cols: 1}
 	m24 = ttnn.MeshShape{Rows: 2, Cols: 4}
+	m48 = ttnn.MeshShape{Rows: 4, Cols: 8}
 )
 
 // whisperStep is the Whisper large-v3 decoder step of batch b: one token and position per row,
@@ -83,30 +84,31 @@ func flux1(prefix string, t5Len int, guidance bool) []ttnn.ProgramSpec {
 	}
 }
 
-// wan22T2V is Wan2.2-T2V-A14B's pipeline on a 2x4 mesh (T3K) at 832x480, 81 frames, batch 1:
-// the UMT5-XXL encoder over 512 ids, the two 14B experts (high noise: "-transformer", low
-// noise: "-transformer-2"), each run once per prompt per step (the conditional and the
-// unconditional prediction are two runs), over the latents [1,16,21,60,104] at one timestep,
-// and the VAE decoder to [1,3,81,480,832].
-func wan22T2V(prefix string) []ttnn.ProgramSpec {
-	lat := []int{1, 16, 21, 60, 104}
+// wan22T2V is Wan2.2-T2V-A14B's pipeline at batch 1 on mesh: the UMT5-XXL encoder over 512
+// ids, the two 14B experts (high noise: "-transformer", low noise: "-transformer-2"), each run
+// once per prompt per step (the conditional and the unconditional prediction are two runs),
+// over the latents lat at one timestep, and the VAE decoder to video. "wan22-t2v" is 832x480
+// on a 2x4 mesh (T3K; latents [1,16,21,60,104]), "wan22-t2v-720p" 1280x720 on a 4x8 Galaxy
+// (latents [1,16,21,90,160]); 81 frames each.
+func wan22T2V(prefix string, mesh ttnn.MeshShape, lat, video []int) []ttnn.ProgramSpec {
 	step := func(name string) ttnn.ProgramSpec {
-		return ttnn.ProgramSpec{Name: name, Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+		return ttnn.ProgramSpec{Name: name, Mesh: mesh, Batch: 1, Functions: []ttnn.FunctionSpec{
 			fn("forward", in(t("hidden_states", bf16, tile, lat...), t("timestep", f32, rm, 1),
 				t("encoder_hidden_states", bf16, tile, 1, 512, 4096)), t("sample", bf16, tile, lat...))}}
 	}
 	return []ttnn.ProgramSpec{
-		{Name: prefix + "-text-encoder", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
+		{Name: prefix + "-text-encoder", Mesh: mesh, Batch: 1, Functions: []ttnn.FunctionSpec{
 			fn("encode", in(t("input_ids", i32, rm, 1, 512), t("attention_mask", i32, rm, 1, 512)),
 				t("hidden_states", bf16, tile, 1, 512, 4096))}},
 		step(prefix + "-transformer"),
 		step(prefix + "-transformer-2"),
-		{Name: prefix + "-vae", Mesh: m24, Batch: 1, Functions: []ttnn.FunctionSpec{
-			fn("decode", in(t("latents", bf16, tile, lat...)), t("video", bf16, tile, 1, 3, 81, 480, 832))}},
+		{Name: prefix + "-vae", Mesh: mesh, Batch: 1, Functions: []ttnn.FunctionSpec{
+			fn("decode", in(t("latents", bf16, tile, lat...)), t("video", bf16, tile, video...))}},
 	}
 }
 
-var all = append(append(append(base, flux1("flux1-dev", 512, true)...), flux1("flux1-schnell", 256, false)...), wan22T2V("wan22-t2v")...)
+var all = append(append(append(append(base, flux1("flux1-dev", 512, true)...), flux1("flux1-schnell", 256, false)...), wan22T2V("wan22-t2v", m24, []int{1, 16, 21, 60, 104}, []int{1, 3, 81, 480, 832})...),
+	wan22T2V("wan22-t2v-720p", m48, []int{1, 16, 21, 90, 160}, []int{1, 3, 81, 720, 1280})...)
 
 var base = []ttnn.ProgramSpec{
 	// ResNet-50 (tt-xla-resnet and the other CNN names): a device batch of 16 224x224 images.

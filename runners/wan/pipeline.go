@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
@@ -50,13 +51,18 @@ func PipelineFactory(model string, fallback runners.Factory) runners.Factory {
 		}
 		mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 		opts := simdev.Options(entry, s, mesh)
+		// A Galaxy-class mesh renders 1280x720 (the catalogue's size rule) with its own set.
+		prefix, unit := t2v.Prefix480, entry.Sim.PipelineUnit()
+		if w, _ := entry.Video.Size(mesh.Chips()); w == t2v.Width720 {
+			prefix, unit = t2v.Prefix720, catalogue.Wan22GuidedStepGalaxy
+		}
 		// The simulator's time follows MOCK_STEP_SECONDS per denoising step (two expert runs).
-		opts.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), entry.Sim.PipelineUnit())
+		opts.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), unit)
 		if spec.Parent != nil {
 			opts.DeviceIDs = spec.Devices
 		}
-		slog.Info("wan runner: Wan2.2 T2V pipeline on the simulator", "runner", model, "worker", spec.WorkerID, "tokenizer", tok)
-		return &PipelineRunner{model: entry.Name, fps: entry.Video.FPS, tok: tk, opts: opts, parent: spec.Parent, programs: t2v.Programs()}, nil
+		slog.Info("wan runner: Wan2.2 T2V pipeline on the simulator", "runner", model, "worker", spec.WorkerID, "tokenizer", tok, "programs", prefix)
+		return &PipelineRunner{model: entry.Name, fps: entry.Video.FPS, tok: tk, opts: opts, parent: spec.Parent, programs: t2v.Programs(), prefix: prefix}, nil
 	}
 }
 
@@ -84,6 +90,7 @@ type PipelineRunner struct {
 	opts     ttnn.Options
 	parent   *ttnn.Device
 	programs fs.FS
+	prefix   string
 
 	mu     sync.Mutex
 	dev    *ttnn.Device
@@ -92,10 +99,10 @@ type PipelineRunner struct {
 	closed bool
 }
 
-// NewPipelineRunner is a PipelineRunner over programs (t2v.Programs() or a test's smaller set)
-// with device options opts.
-func NewPipelineRunner(model string, fps int, tok *umt5.Tokenizer, opts ttnn.Options, programs fs.FS) *PipelineRunner {
-	return &PipelineRunner{model: model, fps: fps, tok: tok, opts: opts, programs: programs}
+// NewPipelineRunner is a PipelineRunner over the programs of prefix (t2v.Prefix480 or
+// Prefix720) in programs (t2v.Programs() or a test's smaller set) with device options opts.
+func NewPipelineRunner(model string, fps int, tok *umt5.Tokenizer, opts ttnn.Options, programs fs.FS, prefix string) *PipelineRunner {
+	return &PipelineRunner{model: model, fps: fps, tok: tok, opts: opts, programs: programs, prefix: prefix}
 }
 
 // Warmup opens the device, loads the programs and renders HEAD's warm-up clip (2 steps).
@@ -120,7 +127,7 @@ func (r *PipelineRunner) Warmup(ctx context.Context) (err error) {
 	if r.dev, err = simdev.OpenDevice(ctx, r.parent, r.opts); err != nil {
 		return fmt.Errorf("open device (mesh %v): %w", r.opts.Mesh, simdev.DeviceErr(err))
 	}
-	if r.td, err = t2v.NewTTNNDevice(ctx, r.dev, r.programs); err != nil {
+	if r.td, err = t2v.NewTTNNDevice(ctx, r.dev, r.programs, r.prefix); err != nil {
 		return err
 	}
 	if r.pipe, err = t2v.New(r.td, r.tok, t2v.Wan22Config()); err != nil {

@@ -54,7 +54,7 @@ func smallRunner(t *testing.T) *PipelineRunner {
 	tok, err := umt5.Load(tokenizerModel(t))
 	require.NoError(t, err)
 	r := NewPipelineRunner(catalogue.RunnerWan22, 16, tok, ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768,
-		TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true}, os.DirFS("t2v/testdata/smallwan"))
+		TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true}, os.DirFS("t2v/testdata/smallwan"), t2v.Prefix480)
 	require.NoError(t, r.Warmup(context.Background()))
 	t.Cleanup(func() {
 		require.NoError(t, r.Close())
@@ -142,23 +142,32 @@ func TestPipelineFactory(t *testing.T) {
 	reg := runners.NewRegistry()
 	Register(reg)
 	one := []config.DeviceGroup{{ID: "0", Devices: []int{0}}}
+	galaxy := []config.DeviceGroup{{ID: "0", Devices: make([]int, 32)}}
 	for _, tc := range []struct {
 		name     string
 		settings config.Settings
+		mesh     config.MeshShape
 		pipeline bool
+		prefix   string
+		unit     float64
 	}{
-		{"weights with the tokenizer", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one, MockStepLatency: 500 * time.Millisecond}, true},
-		{"weights without it", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: one}, false},
-		{"no weights path", config.Settings{Mock: true, DeviceGroups: one}, false},
+		{"weights with the tokenizer", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one, MockStepLatency: 500 * time.Millisecond},
+			config.MeshShape{Rows: 1, Cols: 1}, true, t2v.Prefix480, catalogue.Wan22GuidedStep},
+		{"a Galaxy mesh", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: galaxy, MockStepLatency: 500 * time.Millisecond},
+			config.MeshShape{Rows: 4, Cols: 8}, true, t2v.Prefix720, catalogue.Wan22GuidedStepGalaxy},
+		{"weights without it", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0},
+		{"no weights path", config.Settings{Mock: true, DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := reg.New(catalogue.RunnerWan22, runners.WorkerSpec{WorkerID: "0", Devices: []int{0}, Mesh: config.MeshShape{Rows: 1, Cols: 1}, Settings: &tc.settings})
+			r, err := reg.New(catalogue.RunnerWan22, runners.WorkerSpec{WorkerID: "0", Devices: tc.settings.DeviceGroups[0].Devices, Mesh: tc.mesh, Settings: &tc.settings})
 			require.NoError(t, err)
 			pr, isPipe := r.(*PipelineRunner)
 			require.Equal(t, tc.pipeline, isPipe)
 			if isPipe {
-				// MOCK_STEP_SECONDS (0.5 s here) over the catalogue's 20 s guided step.
-				require.InDelta(t, 0.025, pr.opts.SimLatencyScale, 1e-12)
+				// 1280x720 programs on a Galaxy-class mesh; MOCK_STEP_SECONDS (0.5 s here) over the
+				// catalogue's guided step of that set.
+				require.Equal(t, tc.prefix, pr.prefix)
+				require.InDelta(t, 0.5/tc.unit, pr.opts.SimLatencyScale, 1e-12)
 			}
 			require.NoError(t, r.Close())
 		})

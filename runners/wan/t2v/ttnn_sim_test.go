@@ -36,13 +36,13 @@ func TestMain(m *testing.M) {
 }
 
 // openTTNN opens the simulated 1x1 device and the programs of set.
-func openTTNN(t *testing.T, set fs.FS) (*Pipeline, *TTNNDevice) {
+func openTTNN(t *testing.T, set fs.FS, prefix string) (*Pipeline, *TTNNDevice) {
 	t.Helper()
 	ctx := context.Background()
 	dev, err := ttnn.Open(ctx, ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768,
 		TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true})
 	require.NoError(t, err)
-	d, err := NewTTNNDevice(ctx, dev, set)
+	d, err := NewTTNNDevice(ctx, dev, set, prefix)
 	if err != nil {
 		require.NoError(t, dev.Close())
 		require.NoError(t, err)
@@ -65,7 +65,7 @@ func openTTNN(t *testing.T, set fs.FS) (*Pipeline, *TTNNDevice) {
 // timestep is >= 875, then wan22-t2v-transformer-2 — and the VAE once; the clip is
 // deterministic in prompt and seed.
 func TestTTNNSimCallSequence(t *testing.T) {
-	p, d := openTTNN(t, os.DirFS("testdata/smallwan"))
+	p, d := openTTNN(t, os.DirFS("testdata/smallwan"), Prefix480)
 	sh, err := ShapeFor(17, 64, 48)
 	require.NoError(t, err)
 	require.Equal(t, Spec{Shape: sh, TextLen: 512, TextDim: 32}, d.Spec())
@@ -104,14 +104,25 @@ func TestTTNNSimCallSequence(t *testing.T) {
 	require.Positive(t, want.Runs[LowNoise])
 }
 
-// TestTTNNSimFullSize loads the full-size manifests (832x480, 81 frames, UMT5 512x4096): the
-// spec the device derives from them is Wan2.2's.
+// TestTTNNSimFullSize loads the full-size manifests (81 frames at 832x480 on the T3K set and
+// 1280x720 on the Galaxy set, UMT5 512x4096): the spec the device derives from them is Wan2.2's.
 func TestTTNNSimFullSize(t *testing.T) {
-	_, d := openTTNN(t, Programs())
-	sh, err := ShapeFor(81, 480, 832)
-	require.NoError(t, err)
-	require.Equal(t, Spec{Shape: sh, TextLen: 512, TextDim: 4096}, d.Spec())
-	require.Equal(t, Shape{Frames: 81, Height: 480, Width: 832, LatentFrames: 21, LatentHeight: 60, LatentWidth: 104}, sh)
+	for _, tc := range []struct {
+		prefix string
+		w, h   int
+		latent Shape
+	}{
+		{Prefix480, 832, 480, Shape{Frames: 81, Height: 480, Width: 832, LatentFrames: 21, LatentHeight: 60, LatentWidth: 104}},
+		{Prefix720, 1280, 720, Shape{Frames: 81, Height: 720, Width: 1280, LatentFrames: 21, LatentHeight: 90, LatentWidth: 160}},
+	} {
+		t.Run(tc.prefix, func(t *testing.T) {
+			_, d := openTTNN(t, Programs(), tc.prefix)
+			sh, err := ShapeFor(81, tc.h, tc.w)
+			require.NoError(t, err)
+			require.Equal(t, tc.latent, sh)
+			require.Equal(t, Spec{Shape: sh, TextLen: 512, TextDim: 4096}, d.Spec())
+		})
+	}
 }
 
 // TestTTNNSimProgramMismatch: programs that do not fit together are refused at load, naming
@@ -141,7 +152,7 @@ func TestTTNNSimProgramMismatch(t *testing.T) {
 				TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, dev.Close()) }()
-			_, err = NewTTNNDevice(ctx, dev, os.DirFS(dir))
+			_, err = NewTTNNDevice(ctx, dev, os.DirFS(dir), Prefix480)
 			require.ErrorContains(t, err, tc.msg)
 			c, err := ttnn.Counts()
 			require.NoError(t, err)

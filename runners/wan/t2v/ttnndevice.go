@@ -17,11 +17,12 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
-// TTNNDevice runs the four Wan2.2 T2V programs (ProgramNames) on a ttnn device: each call
+// TTNNDevice runs the four Wan2.2 T2V programs of one set (ProgramNames) on a ttnn device: each call
 // writes the program's inputs, runs it and reads its output. ctx is checked before each device
 // call; a started call is not abandoned. Methods are serialized.
 type TTNNDevice struct {
 	mu    sync.Mutex
+	names []string
 	dev   *ttnn.Device
 	dir   string
 	progs map[string]*program
@@ -44,11 +45,11 @@ type program struct {
 	inputs []*ttnn.Tensor
 }
 
-// NewTTNNDevice loads the programs from set's simulator manifests (see Programs), compiled for
-// dev's mesh, and checks that their shapes fit together. dev stays the caller's; Close releases
-// only what NewTTNNDevice made.
-func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNDevice, err error) {
-	d := &TTNNDevice{dev: dev, progs: map[string]*program{}}
+// NewTTNNDevice loads the programs of prefix (Prefix480, Prefix720) from set's simulator
+// manifests (see Programs), compiled for dev's mesh, and checks that their shapes fit together.
+// dev stays the caller's; Close releases only what NewTTNNDevice made.
+func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS, prefix string) (_ *TTNNDevice, err error) {
+	d := &TTNNDevice{dev: dev, progs: map[string]*program{}, names: ProgramNames(prefix)}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
@@ -57,7 +58,7 @@ func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS) (_ *TTNNDev
 	if d.dir, err = os.MkdirTemp("", "wan22-programs-"); err != nil {
 		return nil, fmt.Errorf("wan2.2 programs: %w", err)
 	}
-	for _, name := range ProgramNames {
+	for _, name := range d.names {
 		p, err := d.load(ctx, set, name)
 		if p != nil {
 			d.progs[name] = p
@@ -110,7 +111,7 @@ func (d *TTNNDevice) load(ctx context.Context, set fs.FS, name string) (*program
 
 // checkShapes derives the Spec from the programs and checks that they agree.
 func (d *TTNNDevice) checkShapes() error {
-	enc, tr, tr2, vae := d.progs[ProgramNames[0]], d.progs[ProgramNames[1]], d.progs[ProgramNames[2]], d.progs[ProgramNames[3]]
+	enc, tr, tr2, vae := d.progs[d.names[0]], d.progs[d.names[1]], d.progs[d.names[2]], d.progs[d.names[3]]
 	want := func(p *program, ts []ttnn.TensorDesc, names ...string) error {
 		if len(ts) != len(names) {
 			return fmt.Errorf("wan2.2: program %s has %d tensors where %v are expected", p.name, len(ts), names)
@@ -171,7 +172,7 @@ func (d *TTNNDevice) Encode(ctx context.Context, ids, mask []int) ([]float32, er
 	if len(ids) != d.spec.TextLen || len(mask) != d.spec.TextLen {
 		return nil, fmt.Errorf("wan2.2 text encoder: %d ids and %d mask values, the program takes %d", len(ids), len(mask), d.spec.TextLen)
 	}
-	out, err := d.run(ctx, d.progs[ProgramNames[0]], i32Bytes(ids), i32Bytes(mask))
+	out, err := d.run(ctx, d.progs[d.names[0]], i32Bytes(ids), i32Bytes(mask))
 	if err == nil {
 		d.stats.Encodes++
 	}
@@ -191,7 +192,7 @@ func (d *TTNNDevice) Transformer(ctx context.Context, expert int, x []float32, t
 	}
 	ts := make([]byte, 4)
 	binary.LittleEndian.PutUint32(ts, math.Float32bits(float32(t)))
-	out, err := d.run(ctx, d.progs[ProgramNames[expert]], bf16Bytes(x), ts, bf16Bytes(text))
+	out, err := d.run(ctx, d.progs[d.names[expert]], bf16Bytes(x), ts, bf16Bytes(text))
 	if err == nil {
 		d.stats.Runs[expert]++
 	}
@@ -205,7 +206,7 @@ func (d *TTNNDevice) VAE(ctx context.Context, x []float32) ([]float32, error) {
 	if len(x) != d.spec.Shape.Elems() {
 		return nil, fmt.Errorf("wan2.2 VAE: %d latents, the program takes %d", len(x), d.spec.Shape.Elems())
 	}
-	out, err := d.run(ctx, d.progs[ProgramNames[3]], bf16Bytes(x))
+	out, err := d.run(ctx, d.progs[d.names[3]], bf16Bytes(x))
 	if err == nil {
 		d.stats.VAEs++
 	}
