@@ -50,6 +50,7 @@ var serviceRoutes = []struct {
 	{runners.ServiceAudio, "/audio/transcriptions"},
 	{runners.ServiceCNN, "/cnn/search-image"},
 	{runners.ServiceTextToSpeech, "/audio/speech"},
+	{runners.ServiceVideo, "/video/generations"},
 }
 
 // mountedServices lists the API families this server mounts, read from its own router.

@@ -11,7 +11,7 @@ const services = (document.querySelector('meta[name="tt-services"]').content || 
   .split(',').map((s) => s.trim()).filter((s) => s && !s.startsWith('{{'));
 
 // Progress of the last transcription, for people and for the browser test.
-window.ttDemo = { services, transcription: null, image: null, classification: null, speech: null, voices: null };
+window.ttDemo = { services, transcription: null, image: null, classification: null, speech: null, voices: null, video: null };
 
 // ---- API key ----------------------------------------------------------------------------
 const keyInput = $('api-key');
@@ -573,5 +573,74 @@ $('speech-form').addEventListener('submit', async (ev) => {
     st.error = e.message;
   } finally {
     $('speech-submit').disabled = false;
+  }
+});
+
+// ---- video --------------------------------------------------------------------------------
+// Submits a HEAD-dialect job, polls it (the progress bar follows the denoising steps), then
+// fetches the MP4 and plays it, with a download link.
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+$('video-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const msg = $('video-msg');
+  const bar = $('video-progress');
+  const body = { prompt: $('video-prompt').value, num_inference_steps: Number($('video-steps').value) };
+  if ($('video-seed').value !== '') body.seed = Number($('video-seed').value);
+  const st = { state: 'running', progress: [], statuses: [] };
+  window.ttDemo.video = st;
+  $('video-submit').disabled = true;
+  bar.hidden = false;
+  bar.value = 0;
+  const t0 = performance.now();
+  try {
+    let resp = await fetch('../v1/videos/generations', {
+      method: 'POST',
+      headers: { ...authHeaders(), 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (resp.status !== 202) throw new Error(await errorText(resp));
+    let job = await resp.json();
+    st.id = job.id;
+    st.seed = job.request_parameters.seed;
+    for (;;) {
+      st.statuses.push(job.status);
+      if (!st.progress.length || st.progress[st.progress.length - 1] !== job.progress) st.progress.push(job.progress);
+      bar.value = job.progress;
+      setMsg(msg, `${job.status.replace('_', ' ')} · ${job.progress}%`, 'busy');
+      if (job.status === 'completed') break;
+      if (job.status === 'failed' || job.status === 'cancelled') {
+        throw new Error(`job ${job.status}${job.error ? ': ' + job.error.message : ''}`);
+      }
+      await sleep(200);
+      resp = await fetch(`../v1/videos/generations/${encodeURIComponent(job.id)}`, { headers: authHeaders() });
+      if (!resp.ok) throw new Error(await errorText(resp));
+      job = await resp.json();
+    }
+    resp = await fetch(`../v1/videos/generations/${encodeURIComponent(job.id)}/download`, { headers: authHeaders() });
+    if (!resp.ok) throw new Error(await errorText(resp));
+    const blob = await resp.blob();
+    const url = URL.createObjectURL(blob);
+    const player = $('video-player');
+    const loaded = new Promise((resolve, reject) => {
+      player.onloadedmetadata = resolve;
+      player.onerror = () => reject(new Error('the browser could not play the MP4'));
+    });
+    player.src = url;
+    $('video-out').hidden = false;
+    await loaded;
+    const ms = performance.now() - t0;
+    const p = job.request_parameters;
+    $('video-caption').textContent = `${player.videoWidth}×${player.videoHeight} · ${p.num_frames} frames at ${p.fps} fps · ` +
+      `${player.duration.toFixed(2)} s · seed ${p.seed} · ${(blob.size / 1024).toFixed(0)} KiB · ${seconds(ms)}`;
+    $('video-download').href = url;
+    $('video-download').download = `${job.id}.mp4`;
+    setMsg(msg, `done in ${seconds(ms)}`);
+    Object.assign(st, { state: 'done', width: player.videoWidth, height: player.videoHeight, duration: player.duration,
+      frames: p.num_frames, fps: p.fps, bytes: blob.size, contentType: blob.type, ms });
+  } catch (e) {
+    setMsg(msg, e.message, 'error');
+    Object.assign(st, { state: 'error', error: e.message });
+  } finally {
+    $('video-submit').disabled = false;
   }
 });

@@ -5,6 +5,7 @@
 //   TT_AUDIO_URL   a server with MODEL_RUNNER=tt-whisper
 //   TT_CNN_URL     a server with MODEL_RUNNER=tt-xla-resnet (also used for /docs)
 //   TT_SPEECH_URL  a server with MODEL_RUNNER=tt-speecht5-tts
+//   TT_VIDEO_URL   a server with MODEL_RUNNER=tt-wan2.2
 //   TT_WAV, TT_PNG the audio and image files to upload
 //   TT_ARTIFACTS   folder for screenshots
 //   TT_CHROMIUM    the browser (default /usr/bin/chromium)
@@ -15,7 +16,8 @@ const os = require('os');
 const path = require('path');
 const { chromium } = require('playwright-core');
 
-const urls = { image: process.env.TT_IMAGE_URL, audio: process.env.TT_AUDIO_URL, cnn: process.env.TT_CNN_URL, speech: process.env.TT_SPEECH_URL };
+const urls = { image: process.env.TT_IMAGE_URL, audio: process.env.TT_AUDIO_URL, cnn: process.env.TT_CNN_URL, speech: process.env.TT_SPEECH_URL,
+  video: process.env.TT_VIDEO_URL };
 const artifacts = process.env.TT_ARTIFACTS;
 const origins = new Set(Object.values(urls).map((u) => new URL(u).origin));
 
@@ -63,6 +65,8 @@ async function main() {
     mark('audio');
     result.speech = await speech(page);
     mark('speech');
+    result.video = await video(page);
+    mark('video');
     result.docs = await docs(page);
     check(seen.external.length === 0, 'requests to other origins: ' + seen.external.join(', '));
     check(seen.csp.length === 0, 'CSP violations: ' + seen.csp.join(' | '));
@@ -81,7 +85,7 @@ async function openUI(page, want) {
   check(resp.ok(), `GET /ui answered ${resp.status()}`);
   check(page.url() === base + '/ui/', 'the /ui redirect landed on ' + page.url());
   await page.waitForFunction(() => document.getElementById('status').dataset.state === 'ready', null, { timeout: 15000 });
-  for (const svc of ['image', 'audio', 'cnn', 'speech']) {
+  for (const svc of ['image', 'audio', 'cnn', 'speech', 'video']) {
     const off = await page.$eval(`#${svc}`, (el) => el.classList.contains('off'));
     check(off === (svc !== want), `section ${svc} is ${off ? 'off' : 'on'} on a ${want} server`);
   }
@@ -247,6 +251,34 @@ async function speech(page) {
   check(/speed/.test(msg), 'the refusal is not shown: ' + msg);
   await page.fill('#speech-speed', '1');
   return { voices: voices.count, voice, streamed, files, refused: bad.error, screenshot: shot, midScreenshot: midShot };
+}
+
+// video submits a job, watches the progress bar move, and plays the MP4 it gets.
+async function video(page) {
+  await openUI(page, 'video');
+  await page.fill('#video-prompt', 'Waves breaking on a rocky shore at sunset');
+  await page.fill('#video-steps', '20');
+  await page.fill('#video-seed', '7');
+  await page.evaluate(() => { window.ttDemo.video = null; });
+  await page.click('#video-submit');
+  // Mid-job: the bar shows a step count between 0 and 100.
+  await page.waitForFunction(() => { const b = document.getElementById('video-progress'); return b.value > 0 && b.value < 100; },
+    null, { timeout: 30000, polling: 20 });
+  const midShot = path.join(artifacts, 'ui-video-progress.png');
+  await page.locator('#video').screenshot({ path: midShot });
+  await page.waitForFunction(() => window.ttDemo.video && window.ttDemo.video.state !== 'running', null, { timeout: 90000, polling: 50 });
+  const st = await page.evaluate(() => window.ttDemo.video);
+  check(st.state === 'done', 'video: ' + JSON.stringify(st));
+  check(st.seed === 7, 'the seed sent is the job\'s: ' + st.seed);
+  const ups = st.progress.filter((p) => p > 0 && p < 100);
+  check(ups.length >= 2, 'the progress bar did not move through the steps: ' + JSON.stringify(st.progress));
+  check(st.progress[st.progress.length - 1] === 100, 'the job ended below 100%: ' + JSON.stringify(st.progress));
+  check(Math.abs(st.duration - st.frames / st.fps) < 0.1, `the player says ${st.duration} s for ${st.frames} frames at ${st.fps} fps`);
+  const href = await page.getAttribute('#video-download', 'href');
+  check(href && href.startsWith('blob:'), 'no download link: ' + href);
+  const shot = path.join(artifacts, 'ui-video.png');
+  await page.locator('#video').screenshot({ path: shot });
+  return { ...st, screenshot: shot, midScreenshot: midShot };
 }
 
 async function docs(page) {

@@ -255,7 +255,8 @@ func testPNG(t *testing.T) []byte {
 // fills its voice picker from /v1/audio/voices, plays streamed PCM through Web Audio as it
 // comes, plays whole mp3, wav, flac, opus and pcm answers of the same length, and shows a refused
 // speed; /docs renders the spec. Each page shows
-// only its family's section, and nothing is requested from another origin.
+// only its family's section, and nothing is requested from another origin. On the Wan2.2 server
+// the video panel submits a job, its progress bar moves through the steps, and the MP4 plays.
 func TestBrowser(t *testing.T) {
 	skipIfMissing(t)
 	dir := t.TempDir()
@@ -269,7 +270,12 @@ func TestBrowser(t *testing.T) {
 	// 10 ms per decoder step (32 ms of audio): the text's chunks stream over about 2 s.
 	speechURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-speecht5-tts", "MOCK_TTS_STEP_SECONDS": "0.01"})
 
-	res := browse(t, "TT_IMAGE_URL="+imageURL, "TT_AUDIO_URL="+audioURL, "TT_CNN_URL="+cnnURL, "TT_SPEECH_URL="+speechURL, "TT_WAV="+wav, "TT_PNG="+pngPath)
+	// 20 steps of 0.1 s: the progress bar moves over about 2 s.
+	videoURL := startServer(t, map[string]string{"MODEL_RUNNER": "tt-wan2.2", "MOCK_STEP_SECONDS": "0.1", "MOCK_VIDEO_SCALE": "8",
+		"TT_VIDEO_OUTPUT_DIR": filepath.Join(dir, "videos"), "JOB_DATABASE_PATH": filepath.Join(dir, "jobs.db"), "CANARY_ENABLED": "false"})
+
+	res := browse(t, "TT_IMAGE_URL="+imageURL, "TT_AUDIO_URL="+audioURL, "TT_CNN_URL="+cnnURL, "TT_SPEECH_URL="+speechURL,
+		"TT_VIDEO_URL="+videoURL, "TT_WAV="+wav, "TT_PNG="+pngPath)
 
 	img := res["image"].(map[string]any)
 	shown := img["image"].(map[string]any)
@@ -308,6 +314,15 @@ func TestBrowser(t *testing.T) {
 	require.Contains(t, speech["refused"], "speed")
 	requirePNG(t, speech["screenshot"])
 	requirePNG(t, speech["midScreenshot"])
+
+	vid := res["video"].(map[string]any)
+	require.Equal(t, "done", vid["state"])
+	require.Equal(t, 104.0, vid["width"], "832 / MOCK_VIDEO_SCALE")
+	require.Equal(t, 81.0, vid["frames"])
+	require.InDelta(t, 81.0/16, vid["duration"].(float64), 0.1)
+	require.GreaterOrEqual(t, len(vid["progress"].([]any)), 3, "the bar moved: %v", vid["progress"])
+	requirePNG(t, vid["screenshot"])
+	requirePNG(t, vid["midScreenshot"])
 
 	requirePNG(t, res["docs"].(map[string]any)["screenshot"])
 }
