@@ -8,7 +8,8 @@
 #   * no package imports a runner hub: runners/<family> packages are imported by the families'
 #     registry, the server binary and tests only, never by one another's simulated runners;
 #   * no two packages share a name (other than main): a family's runner, host pipeline and
-#     tokenizer packages are <family>runner, <family>pipeline, <family>tokenizer.
+#     tokenizer packages are <family>runner, <family>pipeline, <family>tokenizer;
+#   * no non-test Go file over 500 lines (split by responsibility, not arbitrarily).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
@@ -43,7 +44,12 @@ if [ -n "$dup" ]; then
 	fail=1
 fi
 
+long=$(git ls-files --cached --others --exclude-standard '*.go' ':!:*_test.go' | xargs wc -l | awk '$2 != "total" && $1 > 500 { print "  " $2 " (" $1 " lines)" }')
+if [ -n "$long" ]; then
+	echo "non-test Go files over 500 lines (docs/DEVELOPERS.md):"; echo "$long"; fail=1
+fi
+
 if [ "$fail" = 0 ]; then
-	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock, runners/catalogue a leaf, no package name used twice"
+	echo "boundaries: cgo only in ttnn/ and media/ ($(go list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -c .) packages), gin only in server/, no runners/mock, runners/catalogue a leaf, no package name used twice, no non-test Go file over 500 lines"
 fi
 exit "$fail"
