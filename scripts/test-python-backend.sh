@@ -11,3 +11,6 @@ TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" ./tests/sdk/
 # The chaos storm (random device errors, aborting workers, client hang-ups, deadlines, overload).
 TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" -run '^TestChaosOnSimulator$' ./tests/
 go test -count=1 "$@" -run 'Python|ImageStream' ./tests/ ./runners/procrunner/
+# Every catalogued runner name once more on HEAD's real classes (go test ./... serves them on the
+# plain stand-ins: a HEAD-road worker imports torch, seconds of CPU each).
+TT_TEST_PYTHON_ROAD=head go test -count=1 "$@" -run '^TestPythonEveryRunner$' ./tests/

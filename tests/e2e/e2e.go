@@ -287,8 +287,14 @@ func HeadRoad(t testing.TB, root string) PythonRoad {
 // on the plain road (PlainRoad), one single-chip group per chip (devices) unless DEVICE_IDS is
 // set, no start-up delay, and a harmless RESET_DEVICE_COMMAND unless one is set (nothing is
 // simulated with the python backend, so the command really runs).
+//
+// TT_TEST_PYTHON_ROAD=head puts them on HEAD's road (HeadRoad) instead.
 func PythonBackend(t testing.TB, vars map[string]string, root string, devices int) {
 	t.Helper()
+	if os.Getenv("TT_TEST_PYTHON_ROAD") == "head" {
+		PythonBackendOn(t, HeadRoad(t, root), vars, devices)
+		return
+	}
 	PythonBackendOn(t, PlainRoad(t, root), vars, devices)
 }
 
