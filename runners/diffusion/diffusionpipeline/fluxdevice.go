@@ -114,26 +114,17 @@ func newTTNNFluxDevice(ctx context.Context, dev *ttnn.Device, set fs.FS, metal s
 
 // checkShapes derives the FluxSpec from the programs and checks that they fit together.
 func (d *TTNNFluxDevice) checkShapes() error {
-	ids, err := shape(d.clip, true, "input_ids")
+	ds, err := shapes(
+		tensorRef{d.clip, true, "input_ids"},
+		tensorRef{d.clip, false, "pooled_output"},
+		tensorRef{d.t5, false, "hidden_states"},
+		tensorRef{d.vae, true, "latents"},
+		tensorRef{d.vae, false, "image"},
+	)
 	if err != nil {
 		return err
 	}
-	pooled, err := shape(d.clip, false, "pooled_output")
-	if err != nil {
-		return err
-	}
-	h3, err := shape(d.t5, false, "hidden_states")
-	if err != nil {
-		return err
-	}
-	lat, err := shape(d.vae, true, "latents")
-	if err != nil {
-		return err
-	}
-	img, err := shape(d.vae, false, "image")
-	if err != nil {
-		return err
-	}
+	ids, pooled, h3, lat, img := ds[0], ds[1], ds[2], ds[3], ds[4]
 	if len(ids.Shape) != 2 || len(pooled.Shape) != 2 || len(h3.Shape) != 3 || len(lat.Shape) != 4 || len(img.Shape) != 4 {
 		return fmt.Errorf("programs have unexpected ranks: %s, %s, %s, %s, %s", ids, pooled, h3, lat, img)
 	}

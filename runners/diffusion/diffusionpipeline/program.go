@@ -178,3 +178,37 @@ func freeAllErr(ts []*ttnn.Tensor) error {
 	}
 	return errors.Join(errs...)
 }
+
+// shape returns a program's named input (in) or output tensor description.
+func shape(p *program, in bool, name string) (ttnn.TensorDesc, error) {
+	var (
+		d   ttnn.TensorDesc
+		err error
+	)
+	if in {
+		_, d, err = p.input(name)
+	} else {
+		_, d, err = p.output(name)
+	}
+	return d, err
+}
+
+// tensorRef names a program's input (in) or output tensor.
+type tensorRef struct {
+	p    *program
+	in   bool
+	name string
+}
+
+// shapes returns the descriptions of refs in order, or the first lookup's error.
+func shapes(refs ...tensorRef) ([]ttnn.TensorDesc, error) {
+	out := make([]ttnn.TensorDesc, len(refs))
+	for i, r := range refs {
+		d, err := shape(r.p, r.in, r.name)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}

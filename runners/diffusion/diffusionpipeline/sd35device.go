@@ -67,50 +67,21 @@ func newTTNNSD3Device(ctx context.Context, dev *ttnn.Device, set fs.FS, metal st
 	return d, nil
 }
 
-// shape returns a program's named input (in) or output tensor description.
-func shape(p *program, in bool, name string) (ttnn.TensorDesc, error) {
-	var (
-		d   ttnn.TensorDesc
-		err error
-	)
-	if in {
-		_, d, err = p.input(name)
-	} else {
-		_, d, err = p.output(name)
-	}
-	return d, err
-}
-
 // checkShapes derives the SD3Spec from the programs and checks that they fit together.
 func (d *TTNNSD3Device) checkShapes() error {
-	ids, err := shape(d.clipL, true, "input_ids")
+	ds, err := shapes(
+		tensorRef{d.clipL, true, "input_ids"},
+		tensorRef{d.clipL, false, "hidden_states"},
+		tensorRef{d.clipG, false, "hidden_states"},
+		tensorRef{d.t5, true, "input_ids"},
+		tensorRef{d.t5, false, "hidden_states"},
+		tensorRef{d.transf, true, "hidden_states"},
+		tensorRef{d.vae, false, "image"},
+	)
 	if err != nil {
 		return err
 	}
-	hL, err := shape(d.clipL, false, "hidden_states")
-	if err != nil {
-		return err
-	}
-	hG, err := shape(d.clipG, false, "hidden_states")
-	if err != nil {
-		return err
-	}
-	ids3, err := shape(d.t5, true, "input_ids")
-	if err != nil {
-		return err
-	}
-	h3, err := shape(d.t5, false, "hidden_states")
-	if err != nil {
-		return err
-	}
-	sample, err := shape(d.transf, true, "hidden_states")
-	if err != nil {
-		return err
-	}
-	img, err := shape(d.vae, false, "image")
-	if err != nil {
-		return err
-	}
+	ids, hL, hG, ids3, h3, sample, img := ds[0], ds[1], ds[2], ds[3], ds[4], ds[5], ds[6]
 	if len(ids.Shape) != 2 || len(hL.Shape) != 3 || len(hG.Shape) != 3 || len(ids3.Shape) != 2 || len(h3.Shape) != 3 ||
 		len(sample.Shape) != 4 || len(img.Shape) != 4 || ids.Shape[0] < 1 {
 		return fmt.Errorf("programs have unexpected ranks: %s, %s, %s, %s, %s, %s, %s", ids, hL, hG, ids3, h3, sample, img)
