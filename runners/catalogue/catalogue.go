@@ -158,7 +158,8 @@ type CNNPolicy struct {
 }
 
 // Device holds a model's device open options (tt-metal model demos and HEAD's runners),
-// apart from the mesh, which comes from the settings or a preset.
+// apart from the mesh, which comes from the settings or a preset. It is not a device (that is
+// ttnn.Device): only how one is opened for this model.
 type Device struct {
 	L1SmallSize uint64
 	// TraceRegionSize is the model's own trace region; TRACE_REGION_SIZE replaces it when set.
