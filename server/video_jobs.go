@@ -60,7 +60,10 @@ type videoRunner struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
-	wg      sync.WaitGroup
+	// freed is closed (and replaced) whenever a job leaves the scheduler, i.e. a queue place
+	// may have opened; jobs refused for a full queue wait on it (guarded by mu).
+	freed chan struct{}
+	wg    sync.WaitGroup
 	// done, when set (tests), is told each job's final state.
 	done func(id string, st jobs.State)
 }
@@ -176,7 +179,7 @@ func (v *videoRunner) run(ctx context.Context, id string, req *runners.VideoRequ
 		}
 		return nil
 	}
-	res, err := v.sched.Submit(ctx, req, emit)
+	res, err := v.submit(ctx, req, emit)
 	if err != nil {
 		return v.finishFailed(bg, id, err, ctx.Err() != nil)
 	}
@@ -220,6 +223,46 @@ func (v *videoRunner) run(ctx context.Context, id string, req *runners.VideoRequ
 		return v.state(bg, id)
 	}
 	return jobs.Completed
+}
+
+// submit hands the job to the video pool's scheduler. An accepted job is never lost to a
+// burst: while the scheduler's queue (MAX_QUEUE_SIZE, or the client's share of it) is full,
+// the job stays queued in the store and is submitted again as soon as another job leaves the
+// scheduler, or ends when it is cancelled or the server stops.
+func (v *videoRunner) submit(ctx context.Context, req *runners.VideoRequest, emit func(runners.Chunk) error) (runners.Result, error) {
+	for {
+		freed := v.slotFreed()
+		res, err := v.sched.Submit(ctx, req, emit)
+		if !errors.Is(err, scheduler.ErrQueueFull) && !errors.Is(err, scheduler.ErrClientQueueFull) {
+			v.signalFreed()
+			return res, err
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for a place in the queue: %w", ctx.Err())
+		}
+	}
+}
+
+// slotFreed is the channel the next signalFreed closes.
+func (v *videoRunner) slotFreed() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.freed == nil {
+		v.freed = make(chan struct{})
+	}
+	return v.freed
+}
+
+// signalFreed wakes every job waiting for a queue place.
+func (v *videoRunner) signalFreed() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.freed != nil {
+		close(v.freed)
+		v.freed = nil
+	}
 }
 
 func (v *videoRunner) writeStill(id, variant string, make func() ([]byte, error)) error {

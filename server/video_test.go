@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"mime/multipart"
@@ -256,6 +257,21 @@ func TestVideoMaxJobs(t *testing.T) {
 	resp, out := e.post(t, "/v1/videos/generations", map[string]any{"prompt": "y", "num_inference_steps": 4})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, out)
 	require.Contains(t, out["detail"], "MAX_JOBS")
+}
+
+// A burst of accepted jobs larger than the scheduler's queue (8 here, one device) is not
+// failed: the jobs past the queue wait in the store, queued, and all complete.
+func TestVideoBurstBeyondQueueCompletes(t *testing.T) {
+	e := newVideoEnv(t, catalogue.RunnerWan22, time.Millisecond, nil)
+	e.srv.video.runner.encode = func(context.Context, string, video.Frames, video.Options) error { return nil }
+	const n = 14
+	for i := range n {
+		resp, out := e.post(t, "/v1/videos/generations", map[string]any{"prompt": fmt.Sprintf("p%d", i), "num_inference_steps": 4})
+		require.Equal(t, http.StatusAccepted, resp.StatusCode, out)
+	}
+	for i := range n {
+		require.Equal(t, jobs.Completed, e.wait(t), "job %d of the burst", i)
+	}
 }
 
 func videoPNG(t *testing.T) []byte {
