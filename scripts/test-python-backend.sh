@@ -14,3 +14,6 @@ go test -count=1 "$@" -run 'Python|ImageStream' ./tests/ ./runners/procrunner/
 # Every catalogued runner name once more on HEAD's real classes (go test ./... serves them on the
 # plain stand-ins: a HEAD-road worker imports torch, seconds of CPU each).
 TT_TEST_PYTHON_ROAD=head go test -count=1 "$@" -run '^TestPythonEveryRunner$' ./tests/
+# The Go SDK's image/audio/CNN suite and both speech and the Go video SDK suites on HEAD's road too
+# (the rest of the SDK suites and the chaos storm run on the plain road only, above).
+TT_TEST_PYTHON_ROAD=head TT_TEST_DEVICE_BACKEND=python go test -count=1 "$@" -run '^(TestGoSDK|TestSpeechSDKs|TestGoSDKVideo)$' ./tests/sdk/
