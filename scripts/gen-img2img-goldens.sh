@@ -28,28 +28,15 @@ OUT=${2:-${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/img2img}
 DIFFUSERS_COMMIT=${DIFFUSERS_COMMIT:-58eb52c0803ea9af3abec60841c2a093bdf1f951}
 PY=/usr/bin/python3
 
-if ! $PY -c 'import torch, numpy, PIL, packaging, typing_extensions' 2>/dev/null; then
-	echo "installing python3-torch python3-numpy python3-pil python3-packaging python3-typing-extensions ..." >&2
-	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-	export DEBIAN_FRONTEND=noninteractive
-	$SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-numpy python3-pil python3-packaging python3-typing-extensions >/dev/null 2>&1 ||
-		{ $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-numpy python3-pil python3-packaging python3-typing-extensions >/dev/null; }
-fi
+# shellcheck source=scripts/diffusers-shim.sh
+. "$(dirname "$0")/diffusers-shim.sh"
+ensure_python_debs 'torch, numpy, PIL, packaging, typing_extensions' python3-torch python3-numpy python3-pil python3-packaging python3-typing-extensions
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gen-img2img-goldens.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-# getsrc PATH DEST: a diffusers file at $DIFFUSERS_COMMIT (bare git dir) or from the checkout.
-getsrc() {
-	mkdir -p "$(dirname "$2")"
-	if [ -f "$SRC/$1" ]; then
-		cp "$SRC/$1" "$2"
-	else
-		git --git-dir="$SRC" show "$DIFFUSERS_COMMIT:$1" >"$2"
-	fi
-}
 D=$TMP/pkg/diffusers
 for f in configuration_utils.py image_processor.py schedulers/scheduling_euler_discrete.py \
 	schedulers/scheduling_utils.py utils/outputs.py utils/pil_utils.py; do
@@ -61,65 +48,7 @@ getsrc src/diffusers/models/autoencoders/vae.py "$TMP/up/vae.py"
 getsrc src/diffusers/utils/torch_utils.py "$TMP/up/torch_utils.py"
 COMMIT=$( (git --git-dir="$SRC" rev-parse "$DIFFUSERS_COMMIT^{commit}" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown) | head -1)
 
-# The shim: only the names the real files import; whatever is not on the computation path
-# raises if reached.
-mkdir -p "$TMP/pkg/huggingface_hub"
-cat >"$D/__init__.py" <<'EOF'
-__version__ = "0.40.0.dev0"
-EOF
-: >"$D/schedulers/__init__.py"
-cat >"$D/utils/__init__.py" <<'EOF'
-import logging as _logging
-class logging:  # diffusers.utils.logging's get_logger
-    get_logger = staticmethod(_logging.getLogger)
-def _unreachable(*a, **k):
-    raise RuntimeError("stub reached: not part of the golden computation")
-CONFIG_NAME = "config.json"
-HUGGINGFACE_CO_RESOLVE_ENDPOINT = "https://huggingface.co"
-class DummyObject(type):
-    pass
-deprecate = extract_commit_hash = http_user_agent = _unreachable
-def is_scipy_available():
-    return False
-class PushToHubMixin:
-    pass
-from .outputs import BaseOutput
-from .pil_utils import PIL_INTERPOLATION
-EOF
-cat >"$D/utils/import_utils.py" <<'EOF'
-def is_torch_available():
-    return True
-def is_torch_version(op, v):
-    import operator, torch
-    from packaging import version
-    ops = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
-    return ops[op](version.parse(version.parse(torch.__version__).base_version), version.parse(v))
-EOF
-cat >"$D/utils/torch_utils.py" <<'EOF'
-import ast, logging, torch
-logger = logging.getLogger(__name__)
-def _take(path, name):
-    src = open(path).read()
-    for node in ast.parse(src).body:
-        if getattr(node, "name", None) == name:
-            return ast.get_source_segment(src, node)
-    raise KeyError(name)
-exec(compile("from __future__ import annotations\n" + _take(__file__.replace("pkg/diffusers/utils/torch_utils.py", "up/torch_utils.py"), "randn_tensor"), "torch_utils.py", "exec"))
-EOF
-cat >"$TMP/pkg/huggingface_hub/__init__.py" <<'EOF'
-def _unreachable(*a, **k):
-    raise RuntimeError("stub reached")
-DDUFEntry = object
-create_repo = hf_hub_download = _unreachable
-EOF
-cat >"$TMP/pkg/huggingface_hub/utils.py" <<'EOF'
-class EntryNotFoundError(Exception): pass
-class HfHubHTTPError(Exception): pass
-class RepositoryNotFoundError(Exception): pass
-class RevisionNotFoundError(Exception): pass
-def validate_hf_hub_args(f):
-    return f
-EOF
+diffusers_shim 'from .pil_utils import PIL_INTERPOLATION'
 
 # Synthetic inputs drawn with Pillow (kept beside the goldens, so the Go tests decode the same
 # bytes): an RGB photo-like gradient with shapes (downscaled 160x120 -> 96x64, aspect change),
