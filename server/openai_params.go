@@ -3,9 +3,12 @@ package server
 // OpenAI-dialect bodies are declared, not hand-parsed: a route's OpenAI parameters are a struct
 // whose json tags name the fields, whose validate tags (github.com/go-playground/validator, the
 // validator gin links) state each field's constraints, and whose msg tags say what the 400
-// answers when a constraint fails (fmt verbs applied to the value sent). decodeOpenAI reads a
-// JSON body into such a struct and checks it; every refusal is OpenAI's invalid_request_error
-// with param naming the field. (The Python dialect keeps its own reader, validate.go, for
+// answers when a constraint fails (fmt verbs applied to the value sent; for a length rule on a
+// string, to its length in characters; a string value is shortened to 64 bytes). msg is the
+// field's answer for any rule; msg.<rule> (msg.required, msg.max, ...) overrides it for one
+// rule, and msg.type answers a JSON value of the wrong type. decodeOpenAI reads a JSON body into
+// such a struct and checks it; undeclared names the first body field the struct does not
+// declare. Every refusal is OpenAI's invalid_request_error with param naming the field. (The Python dialect keeps its own reader, validate.go, for
 // pydantic's lax coercions and its 422 shape.)
 
 import (
@@ -14,8 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 )
@@ -23,13 +28,14 @@ import (
 // openAIValidator is built once: it caches each struct's parsed tags.
 var openAIValidator = sync.OnceValue(func() *validator.Validate {
 	v := validator.New(validator.WithRequiredStructEnabled())
-	v.RegisterTagNameFunc(func(f reflect.StructField) string {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		return name
-	})
+	v.RegisterTagNameFunc(jsonName)
 	// nonblank: a string with something other than white space.
 	_ = v.RegisterValidation("nonblank", func(fl validator.FieldLevel) bool { // a fixed, valid tag: no error
 		return strings.TrimSpace(fl.Field().String()) != ""
+	})
+	// blank: empty or only white space (a field accepted only when it asks for nothing).
+	_ = v.RegisterValidation("blank", func(fl validator.FieldLevel) bool { // a fixed, valid tag: no error
+		return strings.TrimSpace(fl.Field().String()) == ""
 	})
 	return v
 })
@@ -38,7 +44,13 @@ var openAIValidator = sync.OnceValue(func() *validator.Validate {
 // declared parameter struct, and validates it.
 func decodeOpenAI(data []byte, dst any) error {
 	if err := json.Unmarshal(data, dst); err != nil {
+		if ae, ok := errors.AsType[*apiError](err); ok { // a field type's own refusal
+			return ae
+		}
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			if f, ok := declaredField(reflect.TypeOf(dst).Elem(), te.Field); ok && f.Tag.Get("msg.type") != "" {
+				return invalidParam(te.Field, "%s", f.Tag.Get("msg.type"))
+			}
 			return invalidParam(te.Field, "%s must be %s, got a JSON %s", te.Field, jsonKind(te.Type), te.Value)
 		}
 		return invalidParam("", "We could not parse the JSON body of your request: %v", err)
@@ -59,9 +71,13 @@ func decodeOpenAI(data []byte, dst any) error {
 func fieldErr(t reflect.Type, fe validator.FieldError) error {
 	name := fe.Field()
 	if f, ok := t.FieldByName(fe.StructField()); ok {
-		if msg := f.Tag.Get("msg"); msg != "" {
+		msg, ok := f.Tag.Lookup("msg." + fe.Tag())
+		if !ok {
+			msg = f.Tag.Get("msg")
+		}
+		if msg != "" {
 			if strings.Contains(msg, "%") {
-				return invalidParam(name, msg, fe.Value())
+				return invalidParam(name, msg, msgValue(fe))
 			}
 			return invalidParam(name, "%s", msg)
 		}
@@ -73,6 +89,62 @@ func fieldErr(t reflect.Type, fe validator.FieldError) error {
 		return invalidParam(name, "%s must be one of %s, got %v", name, strings.ReplaceAll(fe.Param(), " ", ", "), fe.Value())
 	}
 	return invalidParam(name, "%s does not satisfy %s=%s, got %v", name, fe.Tag(), fe.Param(), fe.Value())
+}
+
+// msgValue is what a msg's verb shows of the value: a string's length for a length rule, a
+// string shortened, otherwise the value.
+func msgValue(fe validator.FieldError) any {
+	v := fe.Value()
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	switch fe.Tag() {
+	case "min", "max", "len", "lt", "lte", "gt", "gte":
+		return utf8.RuneCountInString(s)
+	}
+	return shorten(s)
+}
+
+// declaredField is t's field whose json name is name.
+func declaredField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if f := t.Field(i); jsonName(f) == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// declaredNames are the json names t declares, in order.
+func declaredNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if n := jsonName(t.Field(i)); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// undeclared is the first (in sorted order) of keys that t does not declare, if any.
+func undeclared[V any](keys map[string]V, t reflect.Type) (string, bool) {
+	names := declaredNames(t)
+	var bad []string
+	for k := range keys {
+		if !slices.Contains(names, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return "", false
+	}
+	return slices.Min(bad), true
 }
 
 // jsonKind names the JSON type a Go field takes.

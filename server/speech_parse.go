@@ -7,28 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tenstorrent/tt-media-server-go/media/audioenc"
-	"github.com/tenstorrent/tt-media-server-go/media/tempo"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/speecht5/voices"
 )
 
-// Limits of the two dialects' texts: HEAD's DEFAULT_MAX_TTS_TEXT_LENGTH and OpenAI's input.
-const (
-	maxSpeechText      = 20000
-	maxOpenAISpeechLen = 4096
-)
+// maxSpeechText is HEAD's DEFAULT_MAX_TTS_TEXT_LENGTH (OpenAI's limit, 4096, is in
+// openAISpeechParams).
+const maxSpeechText = 20000
 
-// Formats of each dialect: HEAD's TTS_RESPONSE_FORMATS and OpenAI's response_format.
-var (
-	pythonSpeechFormats = []string{"wav", "mp3", "ogg", "json", "verbose_json"}
-	openAISpeechFormats = []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}
-)
+// pythonSpeechFormats are HEAD's TTS_RESPONSE_FORMATS (OpenAI's are in openAISpeechParams).
+var pythonSpeechFormats = []string{"wav", "mp3", "ogg", "json", "verbose_json"}
 
 // speechJob is a parsed speech request.
 type speechJob struct {
@@ -134,117 +129,81 @@ func decodeEmbedding(s string) ([]float32, error) {
 	return vec, nil
 }
 
-var openAISpeechFields = []string{"model", "input", "voice", "instructions", "response_format", "speed", "stream_format"}
+// openAISpeechParams is OpenAI's CreateSpeechRequest, declared: the field names, their
+// constraints and the answer to each refusal (decodeOpenAI). instructions are refused (SpeechT5
+// takes none); speed is honoured by a pitch-preserving time stretch of the audio (media/tempo,
+// whose MinSpeed and MaxSpeed the tag repeats: TestOpenAISpeechTagsMatchLimits).
+type openAISpeechParams struct {
+	Model *string `json:"model" validate:"required" msg.required:"Missing required parameter: 'model'." msg.type:"Invalid type for 'model': expected a string."`
+	Input *string `json:"input" validate:"required,nonblank,max=4096" msg.required:"Missing required parameter: 'input'." msg.type:"Invalid type for 'input': expected a string." msg.nonblank:"'input' is empty: give the text to speak." msg.max:"'input' is %d characters long; the limit is 4096."`
+	// voice is checked against the speaker table after decoding (openAIVoiceName.resolve).
+	Voice          *openAIVoiceName `json:"voice" validate:"required" msg.required:"Missing required parameter: 'voice'."`
+	Instructions   *string          `json:"instructions" validate:"omitnil,blank" msg:"'instructions' is not supported: SpeechT5 speaks the text as it is and takes no instructions; leave it out." msg.type:"Invalid type for 'instructions': expected a string."`
+	ResponseFormat *string          `json:"response_format" validate:"omitnil,oneof=mp3 opus aac flac wav pcm" msg:"'response_format' must be one of mp3, opus, aac, flac, wav, pcm, got %q." msg.type:"Invalid type for 'response_format': expected a string."`
+	Speed          *float64         `json:"speed" validate:"omitnil,min=0.25,max=4" msg:"'speed' must be between 0.25 and 4, got %g." msg.type:"Invalid type for 'speed': expected a number between 0.25 and 4."`
+	StreamFormat   *string          `json:"stream_format" validate:"omitnil,oneof=audio sse" msg:"'stream_format' must be \"audio\" or \"sse\", got %q." msg.type:"Invalid type for 'stream_format': expected a string."`
+}
 
-// parseOpenAISpeech reads OpenAI's CreateSpeechRequest. Every field is honoured or refused
-// with a 400 naming it: instructions are refused (SpeechT5 takes none); speed is honoured by a
-// pitch-preserving time stretch of the audio (media/tempo).
-func parseOpenAISpeech(b *body, models *modelTable, table *voices.Table) (*speechJob, error) {
-	for k := range b.raw {
-		if !slices.Contains(openAISpeechFields, k) {
-			return nil, invalidParam(k, "Unrecognized request argument supplied: %s", k)
-		}
+// parseOpenAISpeech reads OpenAI's CreateSpeechRequest (data, already decoded as b): every
+// field is honoured or refused with a 400 naming it.
+func parseOpenAISpeech(data []byte, b *body, models *modelTable, table *voices.Table) (*speechJob, error) {
+	if k, ok := undeclared(b.raw, reflect.TypeFor[openAISpeechParams]()); ok {
+		return nil, invalidParam(k, "Unrecognized request argument supplied: %s", k)
 	}
-	str := func(name string, required bool) (string, bool, error) {
-		r, ok := b.raw[name]
-		if !ok || string(r) == "null" {
-			if required {
-				return "", false, invalidParam(name, "Missing required parameter: '%s'.", name)
-			}
-			return "", false, nil
-		}
-		var s string
-		if json.Unmarshal(r, &s) != nil {
-			return "", false, invalidParam(name, "Invalid type for '%s': expected a string.", name)
-		}
-		return s, true, nil
-	}
-	model, _, err := str("model", true)
-	if err != nil {
+	var p openAISpeechParams
+	if err := decodeOpenAI(data, &p); err != nil {
 		return nil, err
 	}
-	if err := models.resolve(model); err != nil {
+	if err := models.resolve(*p.Model); err != nil {
 		return nil, err
 	}
-	input, _, err := str("input", true)
-	if err != nil {
-		return nil, err
-	}
-	switch n := utf8.RuneCountInString(input); {
-	case strings.TrimSpace(input) == "":
-		return nil, invalidParam("input", "'input' is empty: give the text to speak.")
-	case n > maxOpenAISpeechLen:
-		return nil, invalidParam("input", "'input' is %d characters long; the limit is %d.", n, maxOpenAISpeechLen)
-	}
-	job := &speechJob{req: &runners.SpeechRequest{Text: input, Stream: true}, format: audioenc.MP3, speed: 1}
-	voice, err := openAIVoice(b.raw["voice"], table)
+	job := &speechJob{req: &runners.SpeechRequest{Text: *p.Input, Stream: true}, format: audioenc.MP3, speed: 1}
+	voice, err := p.Voice.resolve(table)
 	if err != nil {
 		return nil, err
 	}
 	job.req.SpeakerID = voice
-	if instr, ok, err := str("instructions", false); err != nil {
-		return nil, err
-	} else if ok && strings.TrimSpace(instr) != "" {
-		return nil, invalidParam("instructions", "'instructions' is not supported: SpeechT5 speaks the text as it is and takes no instructions; leave it out.")
-	}
-	if f, ok, err := str("response_format", false); err != nil {
-		return nil, err
-	} else if ok {
-		if !slices.Contains(openAISpeechFormats, f) {
-			return nil, invalidParam("response_format", "'response_format' must be one of %s, got %q.", strings.Join(openAISpeechFormats, ", "), shorten(f))
-		}
-		job.format = f
+	if p.ResponseFormat != nil {
+		job.format = *p.ResponseFormat
 	}
 	if err := audioenc.Check(job.format); err != nil {
 		return nil, &apiError{status: 400, param: "response_format", code: "unsupported_response_format",
 			msg: fmt.Sprintf("response_format %q cannot be encoded on this server: %v", job.format, err)}
 	}
-	if r, ok := b.raw["speed"]; ok && string(r) != "null" {
-		var speed float64
-		if json.Unmarshal(r, &speed) != nil || math.IsNaN(speed) || math.IsInf(speed, 0) {
-			return nil, invalidParam("speed", "Invalid type for 'speed': expected a number between 0.25 and 4.")
-		}
-		if speed < tempo.MinSpeed || speed > tempo.MaxSpeed {
-			return nil, invalidParam("speed", "'speed' must be between 0.25 and 4, got %g.", speed)
-		}
-		job.speed = speed
+	if p.Speed != nil {
+		job.speed = *p.Speed
 	}
-	if sf, ok, err := str("stream_format", false); err != nil {
-		return nil, err
-	} else if ok {
-		switch sf {
-		case "audio":
-		case "sse":
-			job.sse = true
-		default:
-			return nil, invalidParam("stream_format", "'stream_format' must be \"audio\" or \"sse\", got %q.", shorten(sf))
-		}
-	}
+	job.sse = p.StreamFormat != nil && *p.StreamFormat == "sse"
 	return job, nil
 }
 
-// openAIVoice resolves OpenAI's voice: a name ("alloy", or a speaker id of the table) or an
-// object {"id": name}.
-func openAIVoice(raw json.RawMessage, table *voices.Table) (string, error) {
-	if raw == nil || string(raw) == "null" {
-		return "", invalidParam("voice", "Missing required parameter: 'voice'.")
-	}
+// openAIVoiceName is OpenAI's voice as sent: a name ("alloy", or a speaker id of the table) or
+// an object {"id": name}.
+type openAIVoiceName string
+
+func (v *openAIVoiceName) UnmarshalJSON(raw []byte) error {
 	var name string
 	if json.Unmarshal(raw, &name) != nil {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(raw, &obj) != nil || obj == nil {
-			return "", invalidParam("voice", "Invalid type for 'voice': expected a voice name or an object {\"id\": ...}.")
+			return invalidParam("voice", "Invalid type for 'voice': expected a voice name or an object {\"id\": ...}.")
 		}
 		for k := range obj {
 			if k != "id" {
-				return "", invalidParam("voice", "Unrecognized field 'voice.%s': a custom voice is {\"id\": ...}.", k)
+				return invalidParam("voice", "Unrecognized field 'voice.%s': a custom voice is {\"id\": ...}.", k)
 			}
 		}
 		if json.Unmarshal(obj["id"], &name) != nil {
-			return "", invalidParam("voice", "Invalid type for 'voice.id': expected a string.")
+			return invalidParam("voice", "Invalid type for 'voice.id': expected a string.")
 		}
 	}
-	id, err := table.Voice(name)
+	*v = openAIVoiceName(name)
+	return nil
+}
+
+// resolve is the table's speaker id for the voice.
+func (v openAIVoiceName) resolve(table *voices.Table) (string, error) {
+	id, err := table.Voice(string(v))
 	if err != nil {
 		if errors.Is(err, voices.ErrUnknownSpeaker) {
 			names := make([]string, 0, len(voices.OpenAI))
@@ -252,7 +211,7 @@ func openAIVoice(raw json.RawMessage, table *voices.Table) (string, error) {
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			return "", invalidParam("voice", "Unknown voice %q: use one of %s, or a speaker id of GET /v1/audio/voices.", shorten(name), strings.Join(names, ", "))
+			return "", invalidParam("voice", "Unknown voice %q: use one of %s, or a speaker id of GET /v1/audio/voices.", shorten(string(v)), strings.Join(names, ", "))
 		}
 		return "", err
 	}

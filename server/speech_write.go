@@ -48,7 +48,7 @@ func (s *Server) handleSpeech(models *modelTable) handlerFunc {
 		}
 		var job *speechJob
 		if in.dialect == dialectOpenAI {
-			job, err = parseOpenAISpeech(b, models, s.speech.voices)
+			job, err = parseOpenAISpeech(in.data, b, models, s.speech.voices)
 		} else {
 			job, err = parsePythonSpeech(b, s.speech.voices)
 		}

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,8 +70,23 @@ func (s *Server) pollHint(c *gin.Context) {
 	c.Header("openai-poll-after-ms", strconv.FormatInt(s.cfg.Video.PollAfter.Milliseconds(), 10))
 }
 
-// openAIVideoFields are VideoCreateParams' fields.
-var openAIVideoFields = map[string]bool{"prompt": true, "model": true, "seconds": true, "size": true, "input_reference": true}
+// openAIVideoParams is VideoCreateParams as a JSON body, declared (decodeOpenAI): its fields are
+// also the parts a multipart body may carry, where input_reference is the image file.
+type openAIVideoParams struct {
+	Prompt  string `json:"prompt" msg.type:"prompt must be a string"`
+	Model   string `json:"model" msg.type:"model must be a string"`
+	Seconds string `json:"seconds" msg.type:"seconds must be a string"`
+	Size    string `json:"size" msg.type:"size must be a string"`
+	// input_reference is an image: it comes only as a multipart file (any JSON value, null too,
+	// is refused).
+	InputReference json.RawMessage `json:"input_reference" validate:"isdefault" msg:"input_reference is an image file: send the request as multipart/form-data"`
+}
+
+// unknownVideoParam is the 400 for a field VideoCreateParams does not have.
+func unknownVideoParam(name string) error {
+	return invalidParam(name, "unknown parameter %q; POST /v1/videos reads %s", name,
+		strings.Join(declaredNames(reflect.TypeFor[openAIVideoParams]()), ", "))
+}
 
 // handleOpenAIVideoCreate is POST /v1/videos: JSON or multipart (input_reference, an image,
 // conditions frame 0 on I2V models).
@@ -96,8 +114,8 @@ func (s *Server) handleOpenAIVideoCreate(c *gin.Context) {
 				return
 			}
 			name := part.FormName()
-			if !openAIVideoFields[name] {
-				s.fail(c, d, invalidParam(name, "unknown parameter %q; POST /v1/videos reads prompt, model, seconds, size, input_reference", name))
+			if !slices.Contains(declaredNames(reflect.TypeFor[openAIVideoParams]()), name) {
+				s.fail(c, d, unknownVideoParam(name))
 				return
 			}
 			if _, dup := fields[name]; dup || (name == "input_reference" && len(in.images) > 0) {
@@ -125,29 +143,16 @@ func (s *Server) handleOpenAIVideoCreate(c *gin.Context) {
 			s.fail(c, d, err)
 			return
 		}
-		for k := range b.raw {
-			if !openAIVideoFields[k] {
-				s.fail(c, d, invalidParam(k, "unknown parameter %q; POST /v1/videos reads prompt, model, seconds, size, input_reference", k))
-				return
-			}
+		if k, ok := undeclared(b.raw, reflect.TypeFor[openAIVideoParams]()); ok {
+			s.fail(c, d, unknownVideoParam(k))
+			return
 		}
-		for k := range openAIVideoFields {
-			if k == "input_reference" {
-				if _, ok := b.raw[k]; ok {
-					s.fail(c, d, invalidParam(k, "input_reference is an image file: send the request as multipart/form-data"))
-					return
-				}
-				continue
-			}
-			if v, ok := b.value(k); ok && v != nil {
-				str, isStr := v.(string)
-				if !isStr {
-					s.fail(c, d, invalidParam(k, "%s must be a string", k))
-					return
-				}
-				fields[k] = str
-			}
+		var p openAIVideoParams
+		if err := decodeOpenAI(data, &p); err != nil {
+			s.fail(c, d, err)
+			return
 		}
+		fields = map[string]string{"prompt": p.Prompt, "model": p.Model, "seconds": p.Seconds, "size": p.Size}
 	default:
 		// OpenAI answers an unreadable body 400 (the SDKs' BadRequestError), not 415.
 		s.fail(c, d, invalidParam("", "Content-Type must be application/json or multipart/form-data, got %q", ct))
