@@ -69,7 +69,7 @@ type Model struct {
 	// Video is a video model's request policy and output (nil for other services).
 	Video *VideoSpec
 	// Device is how the model opens its device; Presets are its HEAD ModelConfigs cells.
-	Device  Device
+	Device  DeviceOptions
 	Presets map[string]Preset
 	// Programs is the model's device-program contract, by name (runners/programs declares each).
 	Programs []Program
@@ -157,10 +157,10 @@ type CNNPolicy struct {
 	Output CNNOutput
 }
 
-// Device holds a model's device open options (tt-metal model demos and HEAD's runners),
+// DeviceOptions holds a model's device open options (tt-metal model demos and HEAD's runners),
 // apart from the mesh, which comes from the settings or a preset. It is not a device (that is
 // ttnn.Device): only how one is opened for this model.
-type Device struct {
+type DeviceOptions struct {
 	L1SmallSize uint64
 	// TraceRegionSize is the model's own trace region; TRACE_REGION_SIZE replaces it when set.
 	TraceRegionSize uint64

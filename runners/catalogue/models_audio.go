@@ -15,7 +15,7 @@ var audioModels = []Model{
 	{Name: RunnerWhisper, Service: ServiceAudio, Default: true, Canonical: "openai-whisper-large-v3",
 		ModelNames: []ModelName{{"distil-whisper/distil-large-v3", "distil-whisper/distil-large-v3"},
 			{"openai-whisper-large-v3", "openai/whisper-large-v3"}},
-		Device:  Device{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
+		Device:  DeviceOptions{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
 		Presets: singleChipPresets,
 		Sim: Simulation{Programs: []string{"whisper-encoder", "whisper-decoder-step"}, Traced: "whisper-decoder-step",
 			UnitSeconds: whisperEncoder/whisperWindow + tokensPerAudioSec*whisperDecoder},

@@ -37,7 +37,7 @@ var cnnPresets = map[string]Preset{
 // cnn is a CNN model simulated by the ResNet-50 programs.
 func cnn(name, canonical, class string, presets map[string]Preset) Model {
 	m := Model{Name: name, Service: ServiceCNN, Canonical: canonical, Presets: presets,
-		Device:   Device{L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2},
+		Device:   DeviceOptions{L1SmallSize: 32768, TraceRegionSize: 1_470_464, CommandQueues: 2},
 		Sim:      Simulation{Programs: []string{"resnet50"}, Traced: "resnet50", UnitSeconds: resnetBatch},
 		Programs: []Program{{Name: "resnet50"}}, PythonClass: class}
 	if presets != nil {

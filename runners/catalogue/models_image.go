@@ -42,7 +42,7 @@ func sdxlPrograms(unet string, vaeEncoder bool) []Program {
 
 var (
 	imageSim   = Simulation{Programs: []string{"sdxl-unet", "sdxl-vae"}, Traced: "sdxl-unet", UnitSeconds: sdxlUNetStep}
-	sdxlDevice = Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1}
+	sdxlDevice = DeviceOptions{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1}
 	sdxlPolicy = ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance, LoRA: true}
 )
 
@@ -76,7 +76,7 @@ var imageModels = []Model{
 				{Name: "crop_coords_top_left", Why: "SDXL micro-conditioning only", Default: "[0, 0]"}},
 			PythonUnused:   []string{"prompt_2", "negative_prompt_2", "timesteps", "sigmas"},
 			PythonGuidance: sd35Guidance},
-		Device: Device{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
+		Device: DeviceOptions{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
 		Presets: map[string]Preset{
 			DeviceGalaxy: {[2]int{4, 8}, false, deviceIDsAll, 1},
 			DeviceT3K:    {[2]int{2, 4}, false, deviceIDsAll, 1},
@@ -193,7 +193,7 @@ func ditImage(name, canonical, weights, class string, p ImagePolicy, trace uint6
 	}
 	return Model{Name: name, Service: ServiceImage, Canonical: canonical,
 		ModelNames: []ModelName{{canonical, weights}}, Image: p, Presets: ditPresets,
-		Device: Device{L1SmallSize: 32768, TraceRegionSize: trace, CommandQueues: 1, Fabric1D: true},
+		Device: DeviceOptions{L1SmallSize: 32768, TraceRegionSize: trace, CommandQueues: 1, Fabric1D: true},
 		Sim:    imageSim, PythonClass: dit + class}
 }
 
@@ -241,6 +241,6 @@ var newImageModels = []Model{
 		Image: ImagePolicy{MinSteps: 4, Size: zImageTurboSize, FlowMatch: true, Unused: append([]Field{{Name: "guidance_scale",
 			Why: "Z-Image-Turbo is guidance-free", Default: "none"}}, noCFG...),
 			PythonUnused: ditPythonUnused, PythonGuidance: 1}, // HEAD also ignores num_inference_steps (runs 9)
-		Device: Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true},
+		Device: DeviceOptions{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true},
 		Sim:    imageSim, PythonClass: "tt_model_runners.z_image_turbo_runner.ZImageTurboRunner"},
 }

@@ -31,7 +31,7 @@ var speechModels = []Model{
 	// trace region).
 	{Name: RunnerSpeechT5, Service: ServiceTextToSpeech, Default: true, Canonical: "microsoft/speecht5_tts",
 		ModelNames: []ModelName{{"speecht5_tts", "microsoft/speecht5_tts"}},
-		Device:     Device{L1SmallSize: 150_000, TraceRegionSize: 50_000_000, CommandQueues: 1},
+		Device:     DeviceOptions{L1SmallSize: 150_000, TraceRegionSize: 50_000_000, CommandQueues: 1},
 		Sim:        Simulation{Programs: speecht5Programs(), Traced: "speecht5-decoder-step", UnitSeconds: speecht5Step},
 		Programs:   programList(speecht5Programs()), PythonClass: "tt_model_runners.speecht5_runner.TTSpeechT5Runner",
 		GoPipeline: true},

@@ -73,7 +73,7 @@ func wanSpec(i2v bool, forced int) *VideoSpec {
 // is Go sleeps (no simulator manifests for the video programs yet).
 func videoModel(name, canonical, class string, v *VideoSpec) Model {
 	return Model{Name: name, Service: ServiceVideo, Canonical: canonical, Video: v, PythonClass: dit + class,
-		Device: Device{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true}}
+		Device: DeviceOptions{L1SmallSize: 32768, TraceRegionSize: DefaultTraceRegionSize, CommandQueues: 1, Fabric1D: true}}
 }
 
 // VideoSpec is a video model's request policy and output (HEAD's config/constants.py and its
