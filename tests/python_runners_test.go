@@ -31,18 +31,11 @@ func pythonTableRoad(t *testing.T) e2e.PythonRoad {
 	return e2e.PlainRoad(t, repoRoot)
 }
 
-// pythonTableOmits are the catalogued runners TestPythonEveryRunner does not serve: the CNN
-// runners answering masks or boxes, which the worker protocol's cnn result cannot carry yet
-// (labels only).
-func pythonTableOmits(m catalogue.Model) bool {
-	return m.Service == catalogue.ServiceCNN && m.CNN.Output != catalogue.OutputLabels
-}
-
 // TestPythonEveryRunner: for every runner name of the catalogue (HEAD's ModelRunners),
 // DEVICE_BACKEND=python MODEL_RUNNER=<name> hosts the fake of HEAD's class for that name (one
 // RUNNERS entry in tt_worker.py, the fake at HEAD's module path) and serves the name's route
 // with the output of its shape: pictures of the model's size, class labels, a transcript,
-// speech, an MP4 of the model's frame count. Runners of different services share a server
+// speech, an MP4 of the model's frame count; a detector's boxes, a segmenter's mask. Runners of different services share a server
 // (MODEL_POOLS, one pool each), so a round of up to five names costs one server start.
 func TestPythonEveryRunner(t *testing.T) {
 	t.Parallel()
@@ -50,9 +43,7 @@ func TestPythonEveryRunner(t *testing.T) {
 	road := pythonTableRoad(t)
 	bySvc := map[catalogue.Service][]catalogue.Model{}
 	for _, m := range catalogue.Models() {
-		if !pythonTableOmits(m) {
-			bySvc[m.Service] = append(bySvc[m.Service], m)
-		}
+		bySvc[m.Service] = append(bySvc[m.Service], m)
 	}
 	for round := 0; ; round++ {
 		var models []catalogue.Model
@@ -130,12 +121,7 @@ func servePythonRunner(t *testing.T, s *server, m catalogue.Model) {
 		}
 		require.Equal(t, []int{size, size}, []int{img.Bounds().Dx(), img.Bounds().Dy()}, "the model's picture size")
 	case catalogue.ServiceCNN:
-		r := s.postMultipart(t, "/v1"+cnnPath, file("x.png", "image/png", solidPNG(t, 96, 64, color.RGBA{R: 30, G: 160, B: 90, A: 255})),
-			field("top_k", "3"), field("min_confidence", "0"))
-		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
-		item := r.obj(t)["image_data"].([]any)[0].(map[string]any)
-		require.NotEmpty(t, item["top1_class_label"])
-		require.Len(t, item["output"].(map[string]any)["labels"], 3)
+		servePythonCNN(t, s, m)
 	case catalogue.ServiceAudio:
 		r := s.postJSON(t, audioPath, fmt.Sprintf(`{"stream":false,"file":"%s"}`, b64(toneGapTone())))
 		require.Equalf(t, http.StatusOK, r.Status, "%s", r)
@@ -167,4 +153,74 @@ func servePythonRunner(t *testing.T, s *server, m catalogue.Model) {
 	default:
 		t.Fatalf("no route check for service %s", m.Service)
 	}
+}
+
+// servePythonCNN sends m's CNN route a picture and checks the answer is the Go road's for
+// m's output kind (server/cnn_answer.go): labels, YOLOv4's detections, a Forge detector's
+// boxes and scores, or U-Net's mask.
+func servePythonCNN(t *testing.T, s *server, m catalogue.Model) {
+	pic := image.NewRGBA(image.Rect(0, 0, 96, 64))
+	draw.Draw(pic, pic.Rect, image.NewUniform(color.RGBA{R: 30, G: 160, B: 90, A: 255}), image.Point{}, draw.Src)
+	draw.Draw(pic, image.Rect(48, 0, 96, 32), image.NewUniform(color.RGBA{R: 250, G: 240, B: 230, A: 255}), image.Point{}, draw.Src)
+	parts := []formPart{file("x.png", "image/png", encodePNG(t, pic))}
+	if m.CNN.Output != catalogue.OutputBoxes { // YOLOv4 refuses top_k and min_confidence
+		parts = append(parts, field("top_k", "3"), field("min_confidence", "0"))
+	}
+	r := s.postMultipart(t, "/v1"+cnnPath, parts...)
+	require.Equalf(t, http.StatusOK, r.Status, "%s", r)
+	data := r.obj(t)["image_data"].([]any)
+	if m.CNN.Output == catalogue.OutputBoxes {
+		dets := data[0].([]any)
+		require.NotEmpty(t, dets, "%s", r)
+		for _, d := range dets {
+			det := d.(map[string]any)
+			require.ElementsMatch(t, []string{"bbox", "confidence", "class_id", "class_name"}, keys(det))
+			box := det["bbox"].(map[string]any)
+			require.ElementsMatch(t, []string{"x1", "y1", "x2", "y2"}, keys(box))
+			require.Less(t, box["x1"].(float64), box["x2"].(float64))
+			require.LessOrEqual(t, box["x2"].(float64), 1.0, "YOLOv4's boxes are fractions of the image")
+			require.GreaterOrEqual(t, det["confidence"].(float64), 0.3)
+			require.NotEmpty(t, det["class_name"])
+		}
+		return
+	}
+	item := data[0].(map[string]any)
+	require.NotEmpty(t, item["top1_class_label"])
+	out := item["output"].(map[string]any)
+	switch m.CNN.Output {
+	case catalogue.OutputLabelBoxes:
+		require.ElementsMatch(t, []string{"labels", "probabilities", "indices", "boxes", "scores"}, keys(out))
+		require.NotEmpty(t, out["labels"])
+		require.Len(t, out["boxes"], len(out["labels"].([]any)))
+		require.Len(t, out["scores"], len(out["labels"].([]any)))
+		box := out["boxes"].([]any)[0].([]any)
+		require.Len(t, box, 4)
+		require.Less(t, box[0].(float64), box[2].(float64))
+		require.LessOrEqual(t, box[2].(float64), 96.0, "YOLOX's boxes are pixels of the image")
+	case catalogue.OutputMask:
+		require.ElementsMatch(t, []string{"labels", "probabilities", "indices", "mask", "mask_shape"}, keys(out))
+		shape := out["mask_shape"].([]any)
+		mask := out["mask"].([]any)
+		require.Len(t, mask, int(shape[0].(float64)))
+		require.Len(t, mask[0], int(shape[1].(float64)))
+		seen := map[float64]bool{}
+		for _, row := range mask {
+			for _, k := range row.([]any) {
+				seen[k.(float64)] = true
+			}
+		}
+		require.Len(t, seen, 2, "the mask follows the picture's two colours")
+	default:
+		require.ElementsMatch(t, []string{"labels", "probabilities", "indices"}, keys(out))
+		require.Len(t, out["labels"], 3)
+	}
+}
+
+// keys is a JSON object's keys.
+func keys(o map[string]any) []string {
+	ks := make([]string, 0, len(o))
+	for k := range o {
+		ks = append(ks, k)
+	}
+	return ks
 }

@@ -328,6 +328,12 @@ func toWireResult(v runners.Result) (*wireResult, error) {
 		for i, t := range r.Top {
 			c.Top[i] = wireClass(t)
 		}
+		for _, d := range r.Detections {
+			c.Detections = append(c.Detections, wireDetection(d))
+		}
+		if m := r.Mask; m != nil {
+			c.Mask = &wireMask{Width: m.Width, Height: m.Height, Class: blob{Data: m.Class}, Labels: m.Labels}
+		}
 		return &wireResult{CNN: c}, nil
 	}
 	return toWireMediaResult(v)
@@ -357,6 +363,15 @@ func (w *wireResult) value() (runners.Result, error) {
 		r := &runners.CNNResult{Top: make([]runners.Classification, len(w.CNN.Top))}
 		for i, c := range w.CNN.Top {
 			r.Top[i] = runners.Classification(c)
+		}
+		for _, d := range w.CNN.Detections {
+			r.Detections = append(r.Detections, runners.Detection(d))
+		}
+		if m := w.CNN.Mask; m != nil {
+			if m.Width <= 0 || m.Height <= 0 || len(m.Class.Data) != m.Width*m.Height {
+				return nil, fmt.Errorf("%w: a %dx%d mask of %d bytes", ErrProtocol, m.Width, m.Height, len(m.Class.Data))
+			}
+			r.Mask = &runners.Mask{Width: m.Width, Height: m.Height, Class: m.Class.Data, Labels: m.Labels}
 		}
 		return r, nil
 	case w.Images != nil:

@@ -193,6 +193,9 @@ func (m *message) eachBlob(fn func(*blob)) {
 		for i := range m.Result.Images {
 			fn(&m.Result.Images[i].Pixels)
 		}
+		if m.Result.CNN != nil && m.Result.CNN.Mask != nil {
+			fn(&m.Result.CNN.Mask.Class)
+		}
 		if m.Result.Speech != nil {
 			fn(&m.Result.Speech.Samples)
 		}

@@ -117,6 +117,11 @@ func TestResultsAndErrorsSurviveTheWire(t *testing.T) {
 		&runners.TranscriptionResult{Text: "hi", Task: "transcribe", Duration: 1.5,
 			Segments: []runners.TranscriptionSegment{{ID: 0, Speaker: "S", StartTime: 0, EndTime: 1, Text: "hi"}}},
 		&runners.CNNResult{Top: []runners.Classification{{Label: "tabby", Index: 281, Probability: 0.7}}},
+		&runners.CNNResult{Top: []runners.Classification{}, Detections: []runners.Detection{
+			{Label: "dog", Index: 16, Score: 0.9, Box: [4]float64{0.1, 0.2, 0.5, 0.75}},
+			{Label: "person", Index: 0, Score: 0.4, Box: [4]float64{3, 4, 30, 40}}}},
+		&runners.CNNResult{Top: []runners.Classification{{Label: "road", Index: 0, Probability: 0.5}},
+			Mask: &runners.Mask{Width: 3, Height: 2, Class: []uint8{0, 1, 2, 18, 0, 7}, Labels: []string{"road"}}},
 	}
 	for _, v := range values {
 		w, err := toWireResult(v)
@@ -139,6 +144,14 @@ func TestResultsAndErrorsSurviveTheWire(t *testing.T) {
 		}
 		require.Equal(t, v, got)
 	}
+
+	t.Run("a mask whose blob is not width x height bytes", func(t *testing.T) {
+		w, err := toWireResult(&runners.CNNResult{Mask: &runners.Mask{Width: 3, Height: 2, Class: []uint8{1, 2}}})
+		require.NoError(t, err)
+		_, err = roundTrip(t, &message{Kind: kindResult, Job: 3, Result: w}).Result.value()
+		require.ErrorIs(t, err, ErrProtocol)
+		require.ErrorContains(t, err, "3x2 mask of 2 bytes")
+	})
 
 	errs := []struct {
 		err  error

@@ -152,6 +152,72 @@ func TestPythonWorkerSpeaksTheProtocol(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, top[0], v2.(*runners.CNNResult).Top[0], "deterministic")
 	})
+	t.Run("boxes and masks, from the picture", func(t *testing.T) {
+		t.Parallel()
+		two := func(left, right [3]byte) *image.RGBA {
+			img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+			for i := range img.Pix {
+				c := left
+				if (i/4)%40 >= 20 {
+					c = right
+				}
+				img.Pix[i] = append(c[:], 255)[i%4]
+			}
+			return img
+		}
+		pictures := []*image.RGBA{two([3]byte{200, 30, 40}, [3]byte{250, 250, 240}), two([3]byte{20, 90, 200}, [3]byte{120, 220, 10})}
+		for _, tc := range []struct {
+			runner string
+			check  func(t *testing.T, r *runners.CNNResult)
+		}{
+			{"tt-yolov4", func(t *testing.T, r *runners.CNNResult) {
+				require.NotEmpty(t, r.Detections)
+				for i, d := range r.Detections {
+					require.GreaterOrEqual(t, d.Score, 0.3, "YOLOv4's threshold")
+					require.Less(t, d.Box[0], d.Box[2])
+					require.LessOrEqual(t, d.Box[2], 1.0, "fractions of the image")
+					require.NotEmpty(t, d.Label)
+					if i > 0 {
+						require.LessOrEqual(t, d.Score, r.Detections[i-1].Score, "best first")
+					}
+				}
+			}},
+			{"tt-xla-yolox-nano", func(t *testing.T, r *runners.CNNResult) {
+				require.NotEmpty(t, r.Detections)
+				require.Less(t, r.Detections[0].Box[0], r.Detections[0].Box[2])
+				require.LessOrEqual(t, r.Detections[0].Box[2], 40.0, "pixels of the image")
+			}},
+			{"tt-xla-unet", func(t *testing.T, r *runners.CNNResult) {
+				require.NotNil(t, r.Mask)
+				require.Equal(t, []int{224, 224}, []int{r.Mask.Width, r.Mask.Height})
+				require.Len(t, r.Mask.Class, 224*224)
+				require.Len(t, r.Top, 2, "two colours, two classes")
+				require.NotEqual(t, r.Mask.Class[0], r.Mask.Class[223], "left and right halves")
+			}},
+		} {
+			t.Run(tc.runner, func(t *testing.T) {
+				t.Parallel()
+				p := startRawPython(t, tc.runner)
+				p.send(&message{Kind: kindWarmup, Version: ProtocolVersion, Worker: "0", Heartbeat: millis(time.Second)})
+				require.Equal(t, kindReady, p.next().Kind)
+				var results []*runners.CNNResult
+				for i, pic := range []*image.RGBA{pictures[0], pictures[1], pictures[0]} {
+					j, err := toWireJob(uint64(i+1), runners.Task{Request: &runners.CNNRequest{Image: pic, TopK: 5}})
+					require.NoError(t, err)
+					p.send(&message{Kind: kindBatch, Jobs: []wireJob{j}})
+					m := p.next()
+					require.Equal(t, kindResult, m.Kind)
+					require.Nil(t, m.Err)
+					v, err := m.Result.value()
+					require.NoError(t, err)
+					tc.check(t, v.(*runners.CNNResult))
+					results = append(results, v.(*runners.CNNResult))
+				}
+				require.Equal(t, results[0], results[2], "deterministic")
+				require.NotEqual(t, results[0], results[1], "derived from the picture")
+			})
+		}
+	})
 	t.Run("streamed transcript waits for each ack", func(t *testing.T) {
 		t.Parallel()
 		p := startRawPython(t, "tt-whisper")

@@ -96,7 +96,11 @@ func TestFramesMatchTheSchema(t *testing.T) {
 		"image":          {Kind: kindResult, Job: 5, Result: res(&runners.ImageResult{Images: []image.Image{preview(0, 0, 2, 2)}})},
 		"transcript":     {Kind: kindResult, Job: 5, Result: res(&runners.TranscriptionResult{Text: "hi", Segments: []runners.TranscriptionSegment{{Text: "hi", Tokens: []int{1}}}})},
 		"cnn":            {Kind: kindResult, Job: 5, Result: res(&runners.CNNResult{Top: []runners.Classification{{Label: "tabby", Index: 281, Probability: 0.5}}})},
-		"job errored":    {Kind: kindResult, Job: 5, Err: toWireError(runners.ErrBadRequest)},
+		"cnn boxes": {Kind: kindResult, Job: 5, Result: res(&runners.CNNResult{Detections: []runners.Detection{
+			{Label: "dog", Index: 16, Score: 0.9, Box: [4]float64{0.1, 0.2, 0.5, 0.75}}}})},
+		"cnn mask": {Kind: kindResult, Job: 5, Result: res(&runners.CNNResult{Top: []runners.Classification{{Label: "road", Index: 0, Probability: 1}},
+			Mask: &runners.Mask{Width: 2, Height: 1, Class: []uint8{0, 0}, Labels: []string{"road"}}})},
+		"job errored": {Kind: kindResult, Job: 5, Err: toWireError(runners.ErrBadRequest)},
 	}
 	for name, m := range valid {
 		t.Run(name, func(t *testing.T) {
@@ -117,6 +121,8 @@ func TestFramesMatchTheSchema(t *testing.T) {
 		`{"kind":"probe"}`,
 		`{"kind":"result","job":1,"result":{"images":[{"width":1,"height":1,"format":"bgr8","pixels":0}]}}`,
 		`{"kind":"result","job":1,"error":{"class":"oops","message":"x"}}`,
+		`{"kind":"result","job":1,"result":{"cnn":{"top":[],"detections":[{"label":"dog","index":1,"score":0.5,"box":[1,2,3]}]}}}`,
+		`{"kind":"result","job":1,"result":{"cnn":{"top":[],"mask":{"width":2,"height":1,"class":"AAA="}}}}`,
 	}
 	for _, h := range invalid {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(h)))

@@ -148,9 +148,29 @@ type wireSegment struct {
 	NoSpeechProb     float64 `json:"no_speech_prob,omitempty"`
 }
 
-// wireCNNResult is a runners.CNNResult: classes best first, probabilities in [0,1].
+// wireCNNResult is a runners.CNNResult: classes best first, probabilities in [0,1]; a
+// detector's boxes; a segmenter's mask.
 type wireCNNResult struct {
-	Top []wireClass `json:"top"`
+	Top        []wireClass     `json:"top"`
+	Detections []wireDetection `json:"detections,omitempty"`
+	Mask       *wireMask       `json:"mask,omitempty"`
+}
+
+// wireDetection is a runners.Detection: box (x1, y1, x2, y2) in the model's coordinates.
+type wireDetection struct {
+	Label string     `json:"label"`
+	Index int        `json:"index"`
+	Score float64    `json:"score"`
+	Box   [4]float64 `json:"box"`
+}
+
+// wireMask is a runners.Mask: Width × Height class indices, one byte each, row by row, as a
+// blob; Labels (optional) names each class index.
+type wireMask struct {
+	Width  int      `json:"width"`
+	Height int      `json:"height"`
+	Class  blob     `json:"class"`
+	Labels []string `json:"labels,omitempty"`
 }
 
 type wireClass struct {

@@ -537,7 +537,48 @@ def percent(p):
     return v / 100 if v > 1 else v
 
 
-def cnn_result(resp):
+def yolov4_detections(resp):
+    """HEAD's TTYolov4Runner._format_detections list ({bbox{x1,y1,x2,y2}, confidence, class_id,
+    class_name}) as wire detections, best score first; None when resp is not one."""
+    if not isinstance(resp, (list, tuple)) or not all(isinstance(d, dict) and "bbox" in d for d in resp):
+        return None
+    dets = []
+    for d in resp:
+        b = d["bbox"]
+        dets.append({"label": str(d.get("class_name", "")), "index": int(d.get("class_id", -1)),
+                     "score": float(d.get("confidence", 0.0)),
+                     "box": [float(b["x1"]), float(b["y1"]), float(b["x2"]), float(b["y2"])]})
+    dets.sort(key=lambda d: -d["score"])
+    return dets
+
+
+def mask_blob(output):
+    """A Forge segmenter's output mask (rows of class indices) and mask_shape as (width,
+    height, bytes)."""
+    rows = [list(r) for r in output["mask"]]
+    height, width = len(rows), len(rows[0]) if rows else 0
+    shape = output.get("mask_shape")
+    if shape is not None and [int(x) for x in shape][-2:] != [height, width]:
+        raise TypeError(f"mask of {height}x{width} with mask_shape {list(shape)}")
+    if height == 0 or width == 0 or any(len(r) != width for r in rows):
+        raise TypeError("a ragged or empty mask")
+    data = bytearray(width * height)
+    for y, r in enumerate(rows):
+        for x, k in enumerate(r):
+            k = int(k)
+            if not 0 <= k <= 255:
+                raise TypeError(f"mask class {k} outside 0..255")
+            data[y * width + x] = k
+    return width, height, bytes(data)
+
+
+def cnn_result(out, resp):
+    """HEAD's CNN answers on the wire: a classifier's ImageClassificationResult (labels), a
+    Forge detector's (YOLOX: output boxes and scores too), a Forge segmenter's (output mask and
+    mask_shape), or YOLOv4's list of detections."""
+    dets = yolov4_detections(resp)
+    if dets is not None:
+        return {"cnn": {"top": [], "detections": dets}}
     if isinstance(resp, (list, tuple)) and len(resp) == 1:
         resp = resp[0]
     if isinstance(resp, str):  # HEAD's verbose_json CSV: "label,prob,lbl1,p1,idx1,..."
@@ -547,6 +588,17 @@ def cnn_result(resp):
     labels = list(get(output, "labels") or [])
     probs = list(get(output, "probabilities") or [])
     indices = list(get(output, "indices") or [])
+    boxes = get(output, "boxes")
+    if boxes is not None:
+        scores = list(get(output, "scores") or [])
+        dets = []
+        for i, box in enumerate(boxes):
+            if box is None:
+                continue
+            score = scores[i] if i < len(scores) and scores[i] is not None else (percent(probs[i]) if i < len(probs) else 0.0)
+            dets.append({"label": str(labels[i]) if i < len(labels) else "", "index": int(indices[i]) if i < len(indices) else -1,
+                         "score": float(score), "box": [float(v) for v in box]})
+        return {"cnn": {"top": [], "detections": dets}}
     top = []
     if label is not None:
         idx = indices[labels.index(label)] if label in labels and labels.index(label) < len(indices) else -1
@@ -558,7 +610,11 @@ def cnn_result(resp):
                     "probability": percent(probs[i]) if i < len(probs) else 0.0})
     if not top:
         raise TypeError(f"classification result of type {type(resp).__name__} without a class")
-    return {"cnn": {"top": top}}
+    result = {"top": top}
+    if get(output, "mask") is not None:
+        width, height, data = mask_blob(output)
+        result["mask"] = {"width": width, "height": height, "class": out.blob(data)}
+    return {"cnn": result}
 
 
 # ---------------------------------------------------------------- the worker
@@ -867,7 +923,7 @@ class Worker:
             pixels, width, height, frames = media.video_frames(resp)
             return {"video": {"width": width, "height": height, "fps": media.video_fps(self.runner), "frames": frames,
                               "pixels": out.blob(pixels)}}
-        return cnn_result(resp)
+        return cnn_result(out, resp)
 
     def video_progress(self, job, done, total):
         """A video job's progress as the server's acked chunk; its refusal (the job was
@@ -999,11 +1055,21 @@ def runner_class(name):
         module, _, cls = override.partition(":")
         if not module or not cls:
             raise ValueError(f"PYTHON_RUNNER_CLASS={override!r} is not module:Class")
-        return import_attr(module, cls)
+        return runnable(import_attr(module, cls))
     if name not in RUNNERS:
         raise ValueError(f"MODEL_RUNNER {name!r} has no Python runner (known: {', '.join(sorted(RUNNERS))}; "
                          "or set PYTHON_RUNNER_CLASS=module:Class)")
-    return import_attr(*RUNNERS[name])
+    return runnable(import_attr(*RUNNERS[name]))
+
+
+def runnable(cls):
+    """cls, or, when it leaves BaseDeviceRunner's abstract run() undefined but has
+    run_inference(requests) (HEAD's TTYolov4Runner), a subclass of the same name whose run is
+    its run_inference."""
+    if "run" in getattr(cls, "__abstractmethods__", ()) and callable(getattr(cls, "run_inference", None)):
+        return type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                           "run": lambda self, requests: self.run_inference(requests)})
+    return cls
 
 
 def main(argv):
