@@ -199,13 +199,15 @@ func (s *Server) handleCNN(c *gin.Context, in *request) {
 func percent(p float64) string { return strconv.FormatFloat(p*100, 'f', 4, 64) + "%" }
 
 // cnnItem is one image's answer: for "json" the top-1 class plus the full ranked output; for
-// "verbose_json" the newer Python server's CSV line "label,prob,label1,prob1,index1,...".
+// "verbose_json" HEAD's ForgeRunner CSV line "label,prob,label1,prob1,index1,...", where the
+// top-1's probability is its "xx.xxxx%" string and each ranked one's is a percentage with one
+// decimal and no sign (forge_runner.py _format_response: f"{p['probability']:.1f}").
 func cnnItem(res *runners.CNNResult, format string) any {
 	top := res.Top[0]
 	if format == "verbose_json" {
 		parts := []string{csvField(top.Label), percent(top.Probability)}
 		for _, c := range res.Top {
-			parts = append(parts, csvField(c.Label), percent(c.Probability), strconv.Itoa(c.Index))
+			parts = append(parts, csvField(c.Label), strconv.FormatFloat(c.Probability*100, 'f', 1, 64), strconv.Itoa(c.Index))
 		}
 		return strings.Join(parts, ",")
 	}
