@@ -230,6 +230,7 @@ func TestMeshOverrides(t *testing.T) {
 func TestPresets(t *testing.T) {
 	ids16 := "(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15)"
 	ids32Group := "(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31)"
+	ids32 := "(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)"
 	tests := []struct {
 		model, device string
 		runner        string
@@ -279,6 +280,26 @@ func TestPresets(t *testing.T) {
 		{"Qwen-Image", "galaxy", "tt-qwen-image", "Qwen/Qwen-Image", MeshShape{4, 8}, false, ids32Group, 1},
 		{"Qwen-Image-2512", "t3k", "tt-qwen-image-2512", "Qwen/Qwen-Image-2512", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
 		{"Qwen-Image-2512", "galaxy", "tt-qwen-image-2512", "Qwen/Qwen-Image-2512", MeshShape{4, 8}, false, ids32Group, 1},
+		// HEAD's SDXL image-to-image and edit cells, and its video runners' (Galaxy, T3K, n150).
+		{"stable-diffusion-xl-base-1.0-img-2-img", "n150", "tt-sdxl-image-to-image", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, false, "(0)", 1},
+		{"stable-diffusion-xl-base-1.0-img-2-img", "n300", "tt-sdxl-image-to-image", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{2, 1}, false, "(0)", 1},
+		{"stable-diffusion-xl-base-1.0-img-2-img", "t3k", "tt-sdxl-image-to-image", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{2, 1}, false, "(0),(1),(2),(3)", 1},
+		{"stable-diffusion-xl-base-1.0-img-2-img", "galaxy", "tt-sdxl-image-to-image", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, true, ids32, 1},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "n150", "tt-sdxl-edit", "diffusers/stable-diffusion-xl-1.0-inpainting-0.1", MeshShape{1, 1}, false, "(0)", 1},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "n300", "tt-sdxl-edit", "diffusers/stable-diffusion-xl-1.0-inpainting-0.1", MeshShape{2, 1}, false, "(0)", 1},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "t3k", "tt-sdxl-edit", "diffusers/stable-diffusion-xl-1.0-inpainting-0.1", MeshShape{2, 1}, false, "(0),(1),(2),(3)", 1},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "galaxy", "tt-sdxl-edit", "diffusers/stable-diffusion-xl-1.0-inpainting-0.1", MeshShape{1, 1}, true, ids32, 1},
+		{"mochi-1-preview", "t3k", "tt-mochi-1", "genmo/mochi-1-preview", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
+		{"mochi-1-preview", "galaxy", "tt-mochi-1", "genmo/mochi-1-preview", MeshShape{4, 8}, false, ids32Group, 1},
+		{"Wan2.2-T2V-A14B-Diffusers", "n150", "tt-wan2.2", "Wan-AI/Wan2.2-T2V-A14B-Diffusers", MeshShape{1, 1}, false, "(0)", 1},
+		{"Wan2.2-T2V-A14B-Diffusers", "t3k", "tt-wan2.2", "Wan-AI/Wan2.2-T2V-A14B-Diffusers", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
+		{"Wan2.2-T2V-A14B-Diffusers", "galaxy", "tt-wan2.2", "Wan-AI/Wan2.2-T2V-A14B-Diffusers", MeshShape{4, 8}, false, ids32Group, 1},
+		{"Wan2.2-T2V-A14B-Prodia", "galaxy", "tt-wan2.2-t2v-prodia", "Wan-AI/Wan2.2-T2V-A14B-Diffusers", MeshShape{4, 8}, false, ids32Group, 1},
+		{"Wan2.2-I2V-A14B-Diffusers", "t3k", "tt-wan2.2-i2v", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
+		{"Wan2.2-I2V-A14B-Diffusers", "galaxy", "tt-wan2.2-i2v", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", MeshShape{4, 8}, false, ids32Group, 1},
+		{"Wan2.2-I2V-A14B-Prodia", "galaxy", "tt-wan2.2-i2v-prodia", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", MeshShape{4, 8}, false, ids32Group, 1},
+		{"LTX-2.3-distilled", "galaxy", "tt-ltx-2.3-distilled", "Lightricks/LTX-2.3:ltx-2.3-22b-distilled-1.1.safetensors", MeshShape{4, 8}, false, ids32Group, 1},
+		{"MiniMax-H3", "galaxy", "tt-minimax-h3-t2va", "MiniMaxAI/MiniMax-H3", MeshShape{4, 8}, false, ids32Group, 1},
 	}
 	type presetKey struct{ runner, device string }
 	covered := map[presetKey]bool{}
@@ -441,7 +462,7 @@ func TestValidationErrors(t *testing.T) {
 		{"mock image", env{"MOCK_IMAGE": "noise"}, false, `invalid setting MOCK_IMAGE="noise": accepted: scene, solid`},
 		{"log level", env{"LOG_LEVEL": "verbose"}, false, `invalid setting LOG_LEVEL="VERBOSE": accepted: DEBUG, INFO, WARNING, WARN, ERROR, CRITICAL, FATAL, NOTSET`},
 		{"unknown model", env{"MODEL": "llama"}, false,
-			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, FLUX.1-dev, FLUX.1-schnell, Motif-Image-6B-Preview, Qwen-Image, Qwen-Image-2512, SDXL-512, Z-Image-Turbo, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2, efficientnet, vit, segformer, unet, yolox_nano, speecht5_tts`},
+			`invalid setting MODEL="llama": accepted: stable-diffusion-xl-base-1.0, stable-diffusion-3.5-large, stable-diffusion-xl-base-1.0-img-2-img, stable-diffusion-xl-1.0-inpainting-0.1, FLUX.1-dev, FLUX.1-schnell, Motif-Image-6B-Preview, Qwen-Image, Qwen-Image-2512, SDXL-512, Z-Image-Turbo, distil-whisper/distil-large-v3, openai-whisper-large-v3, microsoft/resnet-50, vovnet, mobilenetv2, efficientnet, vit, segformer, unet, yolox_nano, speecht5_tts, mochi-1-preview, Wan2.2-T2V-A14B-Diffusers, Wan2.2-T2V-A14B-Prodia, Wan2.2-I2V-A14B-Diffusers, Wan2.2-I2V-A14B-Prodia, Wan2.2-I2V-AniSora-V3.2, Wan2.2-I2V-Distill-LightX2V, Wan2.2-I2V-LoRA, Wan2.2-I2V-Lightning, LTX-2.3-distilled, MiniMax-H3`},
 		{"unknown device", env{"DEVICE": "p150"}, false, `invalid setting DEVICE="p150": accepted: n150, n300, t3k, galaxy`},
 		{"no preset", env{"MODEL": "stable-diffusion-3.5-large", "DEVICE": "n150"}, false,
 			`invalid setting MODEL="stable-diffusion-3.5-large": has no preset for DEVICE=n150 (presets: t3k, galaxy)`},

@@ -28,6 +28,7 @@ const (
 
 var (
 	deviceIDs16 = singleChipGroups(16)
+	deviceIDs32 = singleChipGroups(32)
 	one         = [2]int{1, 1}
 )
 

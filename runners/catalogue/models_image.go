@@ -88,12 +88,14 @@ var imageModels = []Model{
 		PythonClass: "tt_model_runners.dit_runners.TTSD35Runner", GoPipeline: true},
 	func() Model {
 		m := sdxl(RunnerSDXLImg2Img, "tt_model_runners.sdxl_image_to_image_runner_trace.TTSDXLImageToImageRunner", InputTransform, "sdxl-unet")
-		m.Canonical = "stable-diffusion-xl-base-1.0-img-2-img"
+		m.Canonical, m.Presets = "stable-diffusion-xl-base-1.0-img-2-img", sdxlInputPresets
+		m.ModelNames = []ModelName{{"stable-diffusion-xl-base-1.0-img-2-img", "stabilityai/stable-diffusion-xl-base-1.0"}}
 		return m
 	}(),
 	func() Model {
 		m := sdxl(RunnerSDXLEdit, "tt_model_runners.sdxl_edit_runner_trace.TTSDXLEditRunner", InputInpaint, "sdxl-inpaint-unet")
-		m.Canonical = "stable-diffusion-xl-1.0-inpainting-0.1"
+		m.Canonical, m.Presets = "stable-diffusion-xl-1.0-inpainting-0.1", sdxlInputPresets
+		m.ModelNames = []ModelName{{"stable-diffusion-xl-1.0-inpainting-0.1", "diffusers/stable-diffusion-xl-1.0-inpainting-0.1"}}
 		return m
 	}(),
 }
@@ -137,6 +139,15 @@ var deviceIDs32Group = "(" + strings.Join(func() []string {
 	}
 	return ids
 }(), ",") + ")"
+
+// sdxlInputPresets are HEAD's cells of its SDXL image-to-image and edit runners: one chip per
+// worker, and on n300 and T3K a (2,1) mesh with HEAD's DEVICE_IDS as written there.
+var sdxlInputPresets = map[string]Preset{
+	DeviceN150:   {one, false, deviceIDs1, 1},
+	DeviceN300:   {[2]int{2, 1}, false, deviceIDs1, 1},
+	DeviceGalaxy: {one, true, deviceIDs32, 1},
+	DeviceT3K:    {[2]int{2, 1}, false, deviceIDs4, 1},
+}
 
 // ditPresets are HEAD's T3K and Galaxy cells of the tt-dit image runners (Flux, Motif, Qwen):
 // one worker over the whole mesh.

@@ -32,9 +32,11 @@ const dit = "tt_model_runners.dit_runners."
 
 var videoModels = []Model{
 	// Mochi: MochiPipelineConfig's 168 frames at 480x848 (HEAD dit_runners.py), 16 fps.
-	videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
+	withPresets(videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
+		"genmo/mochi-1-preview", DeviceT3K, DeviceGalaxy),
 	func() Model {
-		m := videoModel(RunnerWan22, "Wan2.2-T2V-A14B-Diffusers", "TTWan22Runner", wanSpec(false, 0))
+		m := withPresets(videoModel(RunnerWan22, "Wan2.2-T2V-A14B-Diffusers", "TTWan22Runner", wanSpec(false, 0)),
+			wanT2V, DeviceN150, DeviceT3K, DeviceGalaxy)
 		m.Default = true
 		// The Go road's host pipeline (runners/wan/t2v) on the simulator: a guided step is two
 		// expert runs of the wan22-t2v-transformer manifests' 10 s (TT's T3K figure at 832x480).
@@ -42,24 +44,54 @@ var videoModels = []Model{
 		m.GoPipeline = true // the road table says so (TestRoadTableMatchesCatalogue)
 		return m
 	}(),
-	videoModel(RunnerWan22T2VProdia, "Wan2.2-T2V-A14B-Prodia", "TTWan22T2VProdiaRunner", wanSpec(false, 0)),
-	videoModel(RunnerWan22I2V, "Wan2.2-I2V-A14B-Diffusers", "TTWan22I2VRunner", wanSpec(true, 0)),
-	videoModel(RunnerWan22I2VProdia, "Wan2.2-I2V-A14B-Prodia", "TTWan22I2VProdiaRunner", wanSpec(true, 0)),
-	videoModel(RunnerWan22I2VAniSora, "Wan2.2-I2V-AniSora-V3.2", "TTWan22I2VAniSoraRunner", wanSpec(true, 8)),
-	videoModel(RunnerWan22I2VDistill, "Wan2.2-I2V-Distill-LightX2V", "TTWan22I2VDistillRunner", wanSpec(true, 4)),
-	videoModel(RunnerWan22I2VLoRA, "Wan2.2-I2V-LoRA", "TTWan22I2VLoRARunner", wanSpec(true, 0)),
-	videoModel(RunnerWan22I2VLightning, "Wan2.2-I2V-Lightning", "TTWan22I2VLightningRunner", wanSpec(true, 4)),
+	withPresets(videoModel(RunnerWan22T2VProdia, "Wan2.2-T2V-A14B-Prodia", "TTWan22T2VProdiaRunner", wanSpec(false, 0)), wanT2V, DeviceGalaxy),
+	withPresets(videoModel(RunnerWan22I2V, "Wan2.2-I2V-A14B-Diffusers", "TTWan22I2VRunner", wanSpec(true, 0)), wanI2V, DeviceT3K, DeviceGalaxy),
+	withPresets(videoModel(RunnerWan22I2VProdia, "Wan2.2-I2V-A14B-Prodia", "TTWan22I2VProdiaRunner", wanSpec(true, 0)), wanI2V, DeviceGalaxy),
+	withPresets(videoModel(RunnerWan22I2VAniSora, "Wan2.2-I2V-AniSora-V3.2", "TTWan22I2VAniSoraRunner", wanSpec(true, 8)), wanI2V),
+	withPresets(videoModel(RunnerWan22I2VDistill, "Wan2.2-I2V-Distill-LightX2V", "TTWan22I2VDistillRunner", wanSpec(true, 4)), wanI2V),
+	withPresets(videoModel(RunnerWan22I2VLoRA, "Wan2.2-I2V-LoRA", "TTWan22I2VLoRARunner", wanSpec(true, 0)), wanI2V),
+	withPresets(videoModel(RunnerWan22I2VLightning, "Wan2.2-I2V-Lightning", "TTWan22I2VLightningRunner", wanSpec(true, 4)), wanI2V),
 	// LTX-2.3 distilled: 145 frames of 1920x1088 at 24 fps (HEAD's LTX_* constants).
 	// Both text-to-audio-video runners return a soundtrack beside the frames (HEAD's
 	// VideoAudioResult), muxed as AAC.
-	videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088,
-		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}),
+	withPresets(videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088,
+		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}), "Lightricks/LTX-2.3:ltx-2.3-22b-distilled-1.1.safetensors", DeviceGalaxy),
 	// MiniMax-H3 t2va: 768P at six aspect ratios, 4-15 s, 24 fps, always 50 steps
 	// (HEAD's tt_model_runners/minimax_h3_policy.py).
-	videoModel(RunnerMiniMaxH3T2VA, "MiniMax-H3", "TTMiniMaxH3Runner", &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
+	withPresets(videoModel(RunnerMiniMaxH3T2VA, "MiniMax-H3", "TTMiniMaxH3Runner", &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
 		AspectRatios:  [][2]int{{21, 9}, {16, 9}, {4, 3}, {1, 1}, {3, 4}, {9, 16}},
 		DefaultAspect: [2]int{16, 9}, Durations: []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, DefaultDuration: 5,
-		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}),
+		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}), "MiniMaxAI/MiniMax-H3", DeviceGalaxy),
+}
+
+// The weights (HEAD's SupportedModels) of the Wan2.2 runners: every T2V runner loads the T2V
+// model, every I2V runner the I2V one.
+const (
+	wanT2V = "Wan-AI/Wan2.2-T2V-A14B-Diffusers"
+	wanI2V = "Wan-AI/Wan2.2-I2V-A14B-Diffusers"
+)
+
+// videoPresets are HEAD's ModelConfigs cells of its video runners on the devices this server
+// knows: the whole mesh as one worker (one device-id group), batch 1. (HEAD's Blackhole Galaxy
+// and P150/P300 cells, e.g. the only ones of AniSora, Distill, LoRA and Lightning, are not DEVICE
+// values here: those take DEVICE_IDS and DEVICE_MESH_SHAPE by hand.)
+var videoPresets = map[string]Preset{
+	DeviceN150:   {one, false, deviceIDs1, 1},
+	DeviceT3K:    {[2]int{2, 4}, false, deviceIDs4Group, 1},
+	DeviceGalaxy: {[2]int{4, 8}, false, deviceIDs32Group, 1},
+}
+
+// withPresets gives a video model its MODEL name (its canonical name, as HEAD's ModelNames),
+// the weights that name loads, and HEAD's cells for the given devices.
+func withPresets(m Model, weights string, devices ...string) Model {
+	m.ModelNames = []ModelName{{m.Canonical, weights}}
+	if len(devices) > 0 {
+		m.Presets = map[string]Preset{}
+		for _, d := range devices {
+			m.Presets[d] = videoPresets[d]
+		}
+	}
+	return m
 }
 
 // wanSpec is Wan2.2's output (81 frames at 16 fps; 832x480, 1280x720 on a Galaxy-class mesh:
