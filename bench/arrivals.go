@@ -23,6 +23,7 @@ type Arrivals struct {
 	gap  float64 // mean gap in seconds
 	rng  *rand.Rand
 	next float64 // offset of the next arrival, seconds
+	k    int     // arrivals yielded so far
 }
 
 // NewArrivals returns the arrival process kind at rate requests per second. The first
@@ -45,8 +46,11 @@ func NewArrivals(kind Arrival, rate float64, seed uint64) (*Arrivals, error) {
 // Next returns the offset of the next arrival and advances the process.
 func (a *Arrivals) Next() time.Duration {
 	at := a.next
+	a.k++
 	if a.kind == ArrivalConstant {
-		a.next += a.gap
+		// k·gap, not a running sum of gaps: summing 0.1 ten times gives 0.9999999999999999,
+		// which put an 11th arrival of 10/s inside a 1 s run.
+		a.next = float64(a.k) * a.gap
 	} else {
 		a.next += a.rng.ExpFloat64() * a.gap
 	}

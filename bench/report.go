@@ -54,6 +54,9 @@ type Report struct {
 	// the completed requests that carried them (absent when none did).
 	QueueWait  *Summary `json:"queue_wait_ms,omitempty"`
 	DeviceTime *Summary `json:"device_time_ms,omitempty"`
+	// Finish summarizes video jobs' last denoising step → completed (the clip's decode on the
+	// device, then the MP4 encode, thumbnail and spritesheet off it), as followJob measures it.
+	Finish *Summary `json:"finish_ms,omitempty"`
 	// Server is the server's queue-wait versus device-time split from /metrics (when asked
 	// for); ServerError says why it is missing.
 	Server      *ServerTiming `json:"server,omitempty"`
@@ -80,7 +83,7 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 	if r.Label == "" {
 		r.Label = r.LoadString()
 	}
-	var lat, ttfc, queue, device, rtf []float64
+	var lat, ttfc, queue, device, finish, rtf []float64
 	for _, s := range samples {
 		key := s.errKind
 		if key == "" {
@@ -109,6 +112,9 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 		if s.hasDevice {
 			device = append(device, s.deviceMs)
 		}
+		if s.hasFinish {
+			finish = append(finish, s.finishMs)
+		}
 	}
 	if len(queue) > 0 {
 		q := Summarize(queue)
@@ -117,6 +123,10 @@ func buildReport(cfg *Config, samples []sample, dropped int, started time.Time, 
 	if len(device) > 0 {
 		d := Summarize(device)
 		r.DeviceTime = &d
+	}
+	if len(finish) > 0 {
+		f := Summarize(finish)
+		r.Finish = &f
 	}
 	r.Latency = Summarize(lat)
 	if len(rtf) > 0 {
@@ -179,13 +189,15 @@ func ReadJSON(rd io.Reader) (*Report, error) {
 // run has a steady window, "steady req/s" and "steady units/s" columns follow the whole-run
 // ones ("-" for runs without). When any run has the server's split, two more columns give its
 // mean queue wait and device time; when any has the X-Queue-Time-Ms / X-Device-Time-Ms
-// summaries, three more give the queue wait's p50 and p99 and the device time's p50.
+// summaries, three more give the queue wait's p50 and p99 and the device time's p50; when any
+// has video jobs' finish times, two more give their p50 and p99.
 func WriteMarkdown(w io.Writer, reports []*Report) error {
 	var b strings.Builder
 	steady := slices.ContainsFunc(reports, func(r *Report) bool { return r.Steady != nil })
 	server := slices.ContainsFunc(reports, func(r *Report) bool { return r.Server != nil })
 	headers := slices.ContainsFunc(reports, func(r *Report) bool { return r.QueueWait != nil || r.DeviceTime != nil })
 	rtf := slices.ContainsFunc(reports, func(r *Report) bool { return r.RTF != nil })
+	finish := slices.ContainsFunc(reports, func(r *Report) bool { return r.Finish != nil })
 	b.WriteString("| run | workload | load | sent | ok | failed | status | req/s |")
 	sep := "|---|---|---|---:|---:|---:|---|---:|"
 	if steady {
@@ -211,6 +223,10 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 	if headers {
 		b.WriteString(" queue p50 | queue p99 | device p50 |")
 		sep += "---:|---:|---:|"
+	}
+	if finish {
+		b.WriteString(" finish p50 | finish p99 |")
+		sep += "---:|---:|"
 	}
 	b.WriteString("\n" + sep + "\n")
 	for _, r := range reports {
@@ -268,6 +284,13 @@ func WriteMarkdown(w io.Writer, reports []*Report) error {
 				d50 = f1(r.DeviceTime.P50)
 			}
 			fmt.Fprintf(&b, " %s | %s | %s |", q50, q99, d50)
+		}
+		if finish {
+			if r.Finish != nil {
+				fmt.Fprintf(&b, " %s | %s |", f1(r.Finish.P50), f1(r.Finish.P99))
+			} else {
+				b.WriteString(" - | - |")
+			}
 		}
 		b.WriteString("\n")
 	}

@@ -104,6 +104,9 @@ type sample struct {
 	// valid when hasQueue / hasDevice (streams, errors and other servers carry none).
 	queueMs, deviceMs   float64
 	hasQueue, hasDevice bool
+	// finishMs is a video job's last denoising step → completed (followJob), valid when hasFinish.
+	finishMs  float64
+	hasFinish bool
 }
 
 func (s sample) ok() bool { return s.errKind == "" && s.status >= 200 && s.status < 300 }
@@ -198,45 +201,74 @@ func openLoop(ctx context.Context, cfg *Config, dur time.Duration, n int, tag st
 		return nil, 0, err
 	}
 	var (
-		mu      sync.Mutex
-		out     []sample
-		wg      sync.WaitGroup
-		dropped int
+		mu  sync.Mutex
+		out []sample
+		wg  sync.WaitGroup
 	)
-	slots := make(chan struct{}, cfg.MaxInFlight)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	start := time.Now()
+	dropped := arrivalLoop(ctx, wallClock{}, arr, dur, n, cfg.MaxInFlight, func(i int, release func()) {
+		wg.Go(func() {
+			s := do(ctx, cfg, i, tag)
+			release()
+			mu.Lock()
+			out = append(out, s)
+			mu.Unlock()
+		})
+	})
+	wg.Wait()
+	return out, dropped, nil
+}
+
+// clock is the open-loop scheduler's time source: the wall clock in runs, a fake in tests.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx is done.
+	Sleep(ctx context.Context, d time.Duration)
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// arrivalLoop is the open-loop scheduler: at each arrival offset of arr (from the loop's
+// start, by clk) it starts request i by calling start(i, release), which must not block and
+// must call release once the request has ended. An arrival that finds maxInFlight requests
+// unreleased is dropped (counted, never queued: the offered load stays the process's). A
+// late arrival (the loop fell behind) starts at once, so the count offered is kept. It stops
+// at the first arrival at or after dur (when dur > 0), after n starts or drops (when n > 0),
+// or when ctx is done, and returns the number dropped.
+func arrivalLoop(ctx context.Context, clk clock, arr *Arrivals, dur time.Duration, n, maxInFlight int, start func(i int, release func())) int {
+	slots := make(chan struct{}, max(maxInFlight, 1))
+	release := func() { <-slots }
+	dropped := 0
+	t0 := clk.Now()
 	for i := 0; n <= 0 || i < n; i++ {
 		at := arr.Next()
 		if dur > 0 && at >= dur {
 			break
 		}
-		if wait := time.Until(start.Add(at)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-			case <-timer.C:
-			}
+		if wait := t0.Add(at).Sub(clk.Now()); wait > 0 {
+			clk.Sleep(ctx, wait)
 		}
 		if ctx.Err() != nil {
 			break
 		}
 		select {
 		case slots <- struct{}{}:
-			wg.Go(func() {
-				s := do(ctx, cfg, i, tag)
-				<-slots
-				mu.Lock()
-				out = append(out, s)
-				mu.Unlock()
-			})
+			start(i, release)
 		default:
 			dropped++
 		}
 	}
-	wg.Wait()
-	return out, dropped, nil
+	return dropped
 }
 
 // do sends request i and measures it.

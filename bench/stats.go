@@ -13,6 +13,7 @@ type Summary struct {
 	Min   float64 `json:"min_ms"`
 	P50   float64 `json:"p50_ms"`
 	P90   float64 `json:"p90_ms"`
+	P95   float64 `json:"p95_ms"`
 	P99   float64 `json:"p99_ms"`
 	Max   float64 `json:"max_ms"`
 }
@@ -43,6 +44,7 @@ func Summarize(xs []float64) Summary {
 		Min:   s[0],
 		P50:   Percentile(s, 50),
 		P90:   Percentile(s, 90),
+		P95:   Percentile(s, 95),
 		P99:   Percentile(s, 99),
 		Max:   s[len(s)-1],
 	}

@@ -13,8 +13,11 @@ import (
 // KindVideo posts HEAD's {"prompt", "num_inference_steps"} to /v1/videos/generations and
 // follows the job it answers (202) by polling GET <path>/<id> until it ends: a sample's latency
 // is submit → completed, its queue wait submit → first seen in_progress (a device took it), its
-// device time in_progress → completed (both to within one poll interval), and a job that ends
-// failed or cancelled is an error "job:<status>".
+// device time in_progress → first seen with progress >= 99 (the device told its last denoising
+// step), and its finish time that moment → completed (the clip's decode on the device, then the
+// MP4 encode, thumbnail and spritesheet off the device); all to within one poll interval. A job
+// no poll saw between its last step and completed has device time in_progress → completed and
+// no finish time. A job that ends failed or cancelled is an error "job:<status>".
 const KindVideo Kind = "video"
 
 // defaultPoll is the job poll interval when the spec gives none.
@@ -46,11 +49,11 @@ func followJob(ctx context.Context, cfg *Config, submitted []byte, start time.Ti
 		poll = defaultPoll
 	}
 	u := cfg.BaseURL.JoinPath(cfg.Workload.Path, job.ID).String()
-	var running time.Time
+	var running, stepsDone time.Time
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		status, err := jobStatus(ctx, cfg, u)
+		status, progress, err := jobStatus(ctx, cfg, u)
 		now := time.Now()
 		if err != nil {
 			s.latency = now.Sub(start)
@@ -61,10 +64,19 @@ func followJob(ctx context.Context, cfg *Config, submitted []byte, start time.Ti
 			running = now
 			s.queueMs, s.hasQueue = float64(now.Sub(start))/float64(time.Millisecond), true
 		}
+		if status == "in_progress" && progress >= lastStepProgress && stepsDone.IsZero() {
+			stepsDone = now
+		}
 		switch status {
 		case "completed":
 			s.latency = now.Sub(start)
-			s.deviceMs, s.hasDevice = float64(now.Sub(running))/float64(time.Millisecond), true
+			if stepsDone.IsZero() {
+				s.deviceMs = float64(now.Sub(running)) / float64(time.Millisecond)
+			} else {
+				s.deviceMs = float64(stepsDone.Sub(running)) / float64(time.Millisecond)
+				s.finishMs, s.hasFinish = float64(now.Sub(stepsDone))/float64(time.Millisecond), true
+			}
+			s.hasDevice = true
 			s.units = 1
 			return
 		case "failed", "cancelled":
@@ -82,11 +94,15 @@ func followJob(ctx context.Context, cfg *Config, submitted []byte, start time.Ti
 	}
 }
 
-// jobStatus reads a job's status.
-func jobStatus(ctx context.Context, cfg *Config, u string) (string, error) {
+// lastStepProgress is the progress the server reports once the device has told its last
+// denoising step (steps done × 99 ÷ steps; 100 only when the MP4 is stored).
+const lastStepProgress = 99
+
+// jobStatus reads a job's status and progress (0-100).
+func jobStatus(ctx context.Context, cfg *Config, u string) (string, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	for k, vs := range cfg.Header {
 		req.Header[k] = vs
@@ -96,21 +112,22 @@ func jobStatus(ctx context.Context, cfg *Config, u string) (string, error) {
 	}
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %d %.200s", u, resp.StatusCode, body)
+		return "", 0, fmt.Errorf("GET %s: %d %.200s", u, resp.StatusCode, body)
 	}
 	var j struct {
-		Status string `json:"status"`
+		Status   string `json:"status"`
+		Progress int    `json:"progress"`
 	}
 	if err := json.Unmarshal(body, &j); err != nil || j.Status == "" {
-		return "", fmt.Errorf("GET %s: no job status in %.200s", u, body)
+		return "", 0, fmt.Errorf("GET %s: no job status in %.200s", u, body)
 	}
-	return j.Status, nil
+	return j.Status, j.Progress, nil
 }

@@ -17,12 +17,14 @@ import (
 )
 
 // fakeJobs imitates the video job routes: POST answers 202 and a queued job; each GET of a job
-// moves it one state on (queued, queued, in_progress × 3, then completed), except a job whose
-// prompt says "doomed", which fails.
+// moves it one state on (queued, queued, in_progress at progress 0, 50 and 99, then completed
+// at 100), except job 2, which fails, and job 3, whose progress goes from 50 to completed (no
+// poll sees its last step).
 type fakeJobs struct {
 	mu    sync.Mutex
 	polls map[string]int
 	doom  map[string]bool
+	quick map[string]bool
 	steps []float64
 }
 
@@ -46,6 +48,10 @@ func (f *fakeJobs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id := fmt.Sprintf("video_%d", len(f.polls))
 		f.polls[id] = 0
 		f.doom[id] = strings.Contains(req.Prompt, "job 2:")
+		if f.quick == nil {
+			f.quick = map[string]bool{}
+		}
+		f.quick[id] = strings.Contains(req.Prompt, "job 3:")
 		f.steps = append(f.steps, req.Steps)
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = fmt.Fprintf(w, `{"id":%q,"status":"queued"}`, id)
@@ -58,21 +64,24 @@ func (f *fakeJobs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.polls[id] = n + 1
-	status := "completed"
+	status, progress := "completed", 100
 	switch {
 	case n < 2:
-		status = "queued"
+		status, progress = "queued", 0
+	case n == 4 && f.quick[id]:
 	case n < 5:
-		status = "in_progress"
+		status, progress = "in_progress", []int{0, 50, 99}[n-2]
 	case f.doom[id]:
-		status = "failed"
+		status, progress = "failed", 99
 	}
-	_, _ = fmt.Fprintf(w, `{"id":%q,"status":%q}`, id, status)
+	_, _ = fmt.Fprintf(w, `{"id":%q,"status":%q,"progress":%d}`, id, status, progress)
 }
 
 // TestVideoWorkloadFollowsJobs: each request of the video workload is a job submitted and
 // polled to its end; completed jobs count one unit with a queue wait (until in_progress) and a
-// device time (in_progress to completed) that add up to the latency; a failed job is an error.
+// device time (in_progress to the last step's progress 99) and a finish time (then to
+// completed) that add up to the latency; a job whose last step no poll saw has its device time
+// to completed and no finish time; a failed job is an error.
 func TestVideoWorkloadFollowsJobs(t *testing.T) {
 	f := &fakeJobs{polls: map[string]int{}, doom: map[string]bool{}}
 	srv := httptest.NewServer(f)
@@ -95,7 +104,10 @@ func TestVideoWorkloadFollowsJobs(t *testing.T) {
 	require.NotNil(t, rep.DeviceTime)
 	require.Equal(t, 3, rep.QueueWait.Count)
 	require.Equal(t, 3, rep.DeviceTime.Count)
-	require.LessOrEqual(t, rep.QueueWait.P50+rep.DeviceTime.P50, rep.Latency.Max*1.01)
+	require.NotNil(t, rep.Finish)
+	require.Equal(t, 2, rep.Finish.Count, "job 3's last step was not seen: no finish time")
+	require.LessOrEqual(t, rep.QueueWait.Min+rep.DeviceTime.Min+rep.Finish.Min, rep.Latency.Max)
+	require.Positive(t, rep.Finish.Min)
 	require.Equal(t, []float64{8, 8, 8, 8}, f.steps)
 
 	_, err = NewWorkload(WorkloadSpec{Kind: KindVideo, Steps: 3})

@@ -6,6 +6,7 @@
 //	tt-media-bench run     --kind image --concurrency 1,2,4,8 --duration 10s --out results/
 //	tt-media-bench run     --kind audio --stream --rate 5,10 --arrival poisson --requests 200
 //	tt-media-bench run     --kind speech --words 200 --concurrency 1 --requests 5   (time to first audio, real-time factor)
+//	tt-media-bench run     --kind video --steps 10 --rate 0.8 --arrival poisson --duration 2m   (jobs: submit → completed)
 //	tt-media-bench bare    --listen 127.0.0.1:9001 --url http://127.0.0.1:8000 --kind image
 //	tt-media-bench compare --url http://127.0.0.1:8000 --baseline-url http://127.0.0.1:9001 --kind image --concurrency 8
 //	tt-media-bench check   --targets bench/targets/media.json --model tt-sdxl-trace --device n150 results/*.json

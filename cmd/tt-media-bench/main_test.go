@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -193,4 +195,80 @@ func TestCLISpeech(t *testing.T) {
 	require.NoError(t, run(t.Context(), []string{"run", "--url", ts.URL, "--token", "k", "--kind", "speech", "--words", "20",
 		"--voice", "ash", "--concurrency", "1", "--requests", "2"}, &refused, io.Discard))
 	require.Contains(t, refused.String(), "| c=1 | speech 20w | c=1 | 2 | 0 | 2 | 400:2 |")
+}
+
+// videoJobServer imitates HEAD's video job routes: POST /v1/videos/generations answers 202
+// with a queued job; each GET of the job moves it on: queued, in_progress at progress 0,
+// in_progress at 99 (the device's last step), completed.
+func videoJobServer(t *testing.T) *httptest.Server {
+	var mu sync.Mutex
+	polls := map[string]int{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer k" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/videos/generations" {
+			var req struct {
+				Steps int `json:"num_inference_steps"`
+			}
+			if json.NewDecoder(r.Body).Decode(&req) != nil || req.Steps != 6 {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			id := "video_" + strconv.Itoa(len(polls))
+			polls[id] = 0
+			w.WriteHeader(http.StatusAccepted)
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "status": "queued"})
+			return
+		}
+		id := strings.TrimPrefix(r.URL.Path, "/v1/videos/generations/")
+		n, ok := polls[id]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		polls[id] = n + 1
+		states := []struct {
+			s string
+			p int
+		}{{"queued", 0}, {"in_progress", 0}, {"in_progress", 99}, {"completed", 100}}
+		st := states[min(n, len(states)-1)]
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "status": st.s, "progress": st.p})
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// The video workload in open loop: jobs submitted at the arrival rate and each followed to
+// completed; the table gives the queue wait, device time and finish time (last step →
+// completed) columns and the JSON their summaries.
+func TestCLIVideoOpenLoop(t *testing.T) {
+	ts := videoJobServer(t)
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"run", "--url", ts.URL, "--token", "k", "--kind", "video", "--steps", "6",
+		"--poll", "1ms", "--rate", "500", "--arrival", "constant", "--requests", "6", "--out", out}, &stdout, io.Discard))
+	s := stdout.String()
+	require.Contains(t, s, "| rate=500 | video | rate=500/s constant | 6 | 6 | 0 | 202:6 |")
+	require.Contains(t, s, "| queue p50 | queue p99 | device p50 | finish p50 | finish p99 |")
+	files, err := filepath.Glob(filepath.Join(out, "bench_video_*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.Open(files[0])
+	require.NoError(t, err)
+	rep, err := bench.ReadJSON(f)
+	f.Close()
+	require.NoError(t, err)
+	require.Equal(t, "open", rep.Mode)
+	require.Equal(t, "jobs", rep.UnitName)
+	require.InDelta(t, 6, rep.Units, 0)
+	for name, sum := range map[string]*bench.Summary{"queue": rep.QueueWait, "device": rep.DeviceTime, "finish": rep.Finish} {
+		require.NotNil(t, sum, name)
+		require.Equal(t, 6, sum.Count, name)
+		require.Positive(t, sum.Min, name)
+	}
+	require.LessOrEqual(t, rep.Latency.P95, rep.Latency.Max)
 }
