@@ -62,38 +62,6 @@ type nopCloseSeeker struct{ ws io.WriteSeeker }
 func (n nopCloseSeeker) Write(p []byte) (int, error)           { return n.ws.Write(p) }
 func (n nopCloseSeeker) Seek(off int64, wh int) (int64, error) { return n.ws.Seek(off, wh) }
 
-// seekBuffer is an in-memory io.WriteSeeker.
-type seekBuffer struct {
-	buf []byte
-	pos int
-}
-
-func (b *seekBuffer) Write(p []byte) (int, error) {
-	if end := b.pos + len(p); end > len(b.buf) {
-		b.buf = append(b.buf, make([]byte, end-len(b.buf))...)
-	}
-	b.pos += copy(b.buf[b.pos:], p)
-	return len(p), nil
-}
-
-func (b *seekBuffer) Seek(off int64, whence int) (int64, error) {
-	var base int64
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		base = int64(b.pos)
-	case io.SeekEnd:
-		base = int64(len(b.buf))
-	default:
-		return 0, fmt.Errorf("seek: whence %d", whence)
-	}
-	if base+off < 0 {
-		return 0, fmt.Errorf("seek: negative position %d", base+off)
-	}
-	b.pos = int(base + off)
-	return int64(b.pos), nil
-}
-
 func (s *flacStream) Write(x []float32) error {
 	for _, v := range s.rs.apply(x) {
 		s.pending = append(s.pending, int32(toInt16(v)))

@@ -2,7 +2,6 @@ package audioenc
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 
@@ -53,60 +52,40 @@ type wholeWAV struct {
 	w    io.Writer
 	rate int
 	rs   *resampler
-	buf  []int
+	buf  []int16
 }
 
 func (s *wholeWAV) Write(x []float32) error {
-	for _, v := range int16s(s.rs.apply(x)) {
-		s.buf = append(s.buf, int(v))
-	}
+	s.buf = append(s.buf, int16s(s.rs.apply(x))...)
 	return nil
 }
 
 func (s *wholeWAV) Close() error {
-	var ws memFile
-	enc := wav.NewEncoder(&ws, s.rate, 16, 1, 1)
-	buf := &goaudio.IntBuffer{Format: &goaudio.Format{NumChannels: 1, SampleRate: s.rate}, Data: s.buf, SourceBitDepth: 16}
-	if err := enc.Write(buf); err != nil {
-		return fmt.Errorf("wav: %w", err)
+	b, err := WAVFile(s.rate, s.buf)
+	if err != nil {
+		return err
 	}
-	if err := enc.Close(); err != nil {
-		return fmt.Errorf("wav: %w", err)
-	}
-	_, err := s.w.Write(ws.b)
+	_, err = s.w.Write(b)
 	return err
 }
 
-// memFile is an in-memory io.WriteSeeker (go-audio/wav seeks back to write the sizes).
-type memFile struct {
-	b   []byte
-	off int
-}
-
-func (m *memFile) Write(p []byte) (int, error) {
-	if need := m.off + len(p); need > len(m.b) {
-		m.b = append(m.b, make([]byte, need-len(m.b))...)
+// WAVFile is samples as a whole mono 16-bit PCM WAV file at rate Hz, written by go-audio/wav:
+// a canonical 44-byte header with exact sizes, then the samples little-endian. It is what
+// Encode writes for WAV (after the float to 16-bit conversion), and what tests upload
+// (internal/wavtest).
+func WAVFile(rate int, samples []int16) ([]byte, error) {
+	data := make([]int, len(samples))
+	for i, v := range samples {
+		data[i] = int(v)
 	}
-	copy(m.b[m.off:], p)
-	m.off += len(p)
-	return len(p), nil
-}
-
-func (m *memFile) Seek(off int64, whence int) (int64, error) {
-	var base int64
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		base = int64(m.off)
-	case io.SeekEnd:
-		base = int64(len(m.b))
-	default:
-		return 0, errors.New("memFile: bad whence")
+	var ws seekBuffer
+	enc := wav.NewEncoder(&ws, rate, 16, 1, 1)
+	buf := &goaudio.IntBuffer{Format: &goaudio.Format{NumChannels: 1, SampleRate: rate}, Data: data, SourceBitDepth: 16}
+	if err := enc.Write(buf); err != nil {
+		return nil, fmt.Errorf("wav: %w", err)
 	}
-	n := base + off
-	if n < 0 {
-		return 0, errors.New("memFile: negative offset")
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("wav: %w", err)
 	}
-	m.off = int(n)
-	return n, nil
+	return ws.buf, nil
 }
