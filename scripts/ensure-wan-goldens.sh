@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the Wan2.2 T2V host goldens (scripts/gen-wan-goldens.sh) when they are absent, from
+# Makes the Wan2.2 T2V and I2V host goldens (scripts/gen-wan-goldens.sh) when they are absent, from
 # DIFFUSERS_SRC (default: ../shared/diffusers-58eb52c beside the repository). Output:
 # $TT_GOLDEN_DIR/wan (default ~/.cache/tt-media-server-go/goldens/wan); nothing goes into the
 # repository. Fails (exit 1) when they are absent and cannot be generated, so CI says why
@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # The same place internal/shareddata.GeneratedRoot reads (TT_GOLDEN_DIR, else ~/.cache/...).
 OUT=${TT_GOLDEN_DIR:-$HOME/.cache/tt-media-server-go/goldens}/wan
 if [ "${1:-}" != --force ] && [ -f "$OUT/README.md" ] && [ -f "$OUT/unipc.json" ] && [ -f "$OUT/pipeline.json" ] && [ -f "$OUT/umt5.json" ] &&
-	grep -q 'gen-wan-goldens.sh` (format 2)' "$OUT/README.md"; then
+	[ -f "$OUT/i2v.json" ] && grep -q 'gen-wan-goldens.sh` (format 3)' "$OUT/README.md"; then
 	echo "wan goldens: present in $OUT"
 	exit 0
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates the golden data of the Wan2.2 T2V host maths (issue 29 item 5) into
+# Generates the golden data of the Wan2.2 T2V and I2V host maths (issue 29 item 5) into
 # $TT_GOLDEN_DIR/wan (default ~/.cache/tt-media-server-go/goldens/wan; never into the
 # repository), where runners/wan's tests find it (internal/shareddata).
 #
@@ -26,8 +26,23 @@
 # encoded by sentencepiece (ids without eos; the Go test adds eos, truncation and padding to 512
 # as the Hugging Face tokenizer call in _get_t5_prompt_embeds does).
 #
-# Needs Debian's python3-torch, python3-numpy, python3-packaging, python3-typing-extensions,
-# python3-regex and python3-sentencepiece (installed with apt-get if missing).
+# The I2V goldens (i2v.json and the i2v_*.png inputs drawn with Pillow beside it): diffusers'
+# VideoProcessor.preprocess (image_processor.py, video_processor.py, unchanged) of those images,
+# and whole WanImageToVideoPipeline.__call__ runs (pipelines/wan/pipeline_wan_i2v.py imported
+# unchanged) with the UniPC scheduler above and stand-in models: a text encoder's states given
+# as prompt_embeds, a VAE whose encode returns a closed-form function of the conditioning video
+# (a strided sample of it, scaled per channel), and two transformers computing a closed-form
+# flow from the 36-channel input (latents, mask, condition), the timestep and the text. The
+# DiffusionPipeline base is a stand-in that only stores modules and config (no computation);
+# transformers, callbacks, loaders and model classes are names the file imports for typing.
+# What is pinned: the conditioning video handed to the VAE, the mask, the normalised condition,
+# every step's transformer input, expert and timestep, and the final latents (output_type
+# "latent"), for a first image, a first and a last image (last_image), no guidance, and
+# num_frames rounding.
+#
+# Needs Debian's python3-torch, python3-numpy, python3-pil, python3-packaging,
+# python3-typing-extensions, python3-regex and python3-sentencepiece (installed with apt-get if
+# missing).
 set -euo pipefail
 
 SRC=${1:?usage: gen-wan-goldens.sh DIFFUSERS_SRC [OUT_DIR]}
@@ -37,7 +52,7 @@ PY=/usr/bin/python3
 
 # shellcheck source=scripts/diffusers-shim.sh
 . "$(dirname "$0")/diffusers-shim.sh"
-ensure_python_debs 'torch, numpy, packaging, typing_extensions, regex, sentencepiece' python3-torch python3-numpy python3-packaging python3-typing-extensions python3-regex python3-sentencepiece
+ensure_python_debs 'torch, numpy, PIL, packaging, typing_extensions, regex, sentencepiece' python3-torch python3-numpy python3-pil python3-packaging python3-typing-extensions python3-regex python3-sentencepiece
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -46,7 +61,8 @@ trap 'rm -rf "$TMP"' EXIT
 
 D=$TMP/pkg/diffusers
 for f in configuration_utils.py schedulers/scheduling_unipc_multistep.py \
-	schedulers/scheduling_utils.py utils/outputs.py; do
+	schedulers/scheduling_utils.py utils/outputs.py utils/pil_utils.py image_processor.py video_processor.py \
+	pipelines/wan/pipeline_wan_i2v.py pipelines/wan/pipeline_output.py; do
 	getsrc "src/diffusers/$f" "$D/$f"
 done
 getsrc src/diffusers/pipelines/wan/pipeline_wan.py "$TMP/up/pipeline_wan.py"
@@ -57,7 +73,38 @@ getsrc README.md "$TMP/up/README.md"
 getsrc src/diffusers/models/autoencoders/autoencoder_kl_wan.py "$TMP/up/autoencoder_kl_wan.py"
 COMMIT=$( (git --git-dir="$SRC" rev-parse "$DIFFUSERS_COMMIT^{commit}" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null || echo "$DIFFUSERS_COMMIT (checkout without git metadata)") | head -1)
 
-diffusers_shim
+diffusers_shim 'from .pil_utils import PIL_INTERPOLATION' \
+	'def is_ftfy_available(): return False' 'def is_torch_xla_available(): return False' \
+	'def replace_example_docstring(doc): return lambda f: f'
+# Names pipeline_wan_i2v.py imports but the golden computation does not run (type hints and
+# base classes), and the DiffusionPipeline base: it stores modules and config, nothing more.
+: >"$D/pipelines/__init__.py"
+: >"$D/pipelines/wan/__init__.py"
+echo 'FlowMatchEulerDiscreteScheduler = None  # a type hint in pipeline_wan_i2v.py' >>"$D/schedulers/__init__.py"
+printf 'class PipelineCallback: pass\nclass MultiPipelineCallbacks: pass\n' >"$D/callbacks.py"
+printf 'class WanLoraLoaderMixin: pass\n' >"$D/loaders.py"
+printf 'AutoencoderKLWan = WanTransformer3DModel = None  # type hints\n' >"$D/models.py"
+mkdir -p "$TMP/pkg/transformers"
+printf 'AutoTokenizer = CLIPImageProcessor = CLIPVisionModel = UMT5EncoderModel = None  # type hints\n' >"$TMP/pkg/transformers/__init__.py"
+cat >"$D/pipelines/pipeline_utils.py" <<'PY'
+import contextlib, types, torch
+class DiffusionPipeline:
+    def __init__(self):
+        pass
+    def register_modules(self, **modules):
+        for k, v in modules.items():
+            setattr(self, k, v)
+    def register_to_config(self, **kw):
+        cfg = dict(vars(getattr(self, "config", types.SimpleNamespace())), **kw)
+        self.config = types.SimpleNamespace(**cfg)
+    @property
+    def _execution_device(self):
+        return torch.device("cpu")
+    def progress_bar(self, total=None):
+        return contextlib.nullcontext(types.SimpleNamespace(update=lambda *a: None))
+    def maybe_free_model_hooks(self):
+        pass
+PY
 
 cd "$TMP"
 PYTHONPATH="$TMP/pkg" $PY - "$OUT" "$TMP" <<'EOF'
@@ -314,20 +361,160 @@ dump("pipeline.json", {"vae": vae, "latent_channels": 16, "vae_scale_factor_temp
                        "cfg": {"cond_bits": bits(cond), "uncond_bits": bits(uncond), "runs": cfg}})
 EOF
 
+# 5. Wan2.2 I2V: VideoProcessor.preprocess and whole WanImageToVideoPipeline.__call__ runs.
+PYTHONPATH="$TMP/pkg" $PY - "$OUT" "$TMP" <<'EOF'
+import ast, contextlib, hashlib, json, os, sys, types
+import numpy as np
+import torch
+from PIL import Image, ImageDraw
+from diffusers.schedulers.scheduling_unipc_multistep import UniPCMultistepScheduler
+from diffusers.video_processor import VideoProcessor
+from diffusers.pipelines.wan.pipeline_wan_i2v import WanImageToVideoPipeline
+
+out, tmp = sys.argv[1], sys.argv[2]
+
+def bits(a):
+    return [int(x) for x in np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(-1)).view(np.uint32)]
+
+def sha(t):
+    return hashlib.sha256(t.detach().contiguous().numpy().astype("<f4").tobytes()).hexdigest()
+
+vsrc = open(os.path.join(tmp, "up", "autoencoder_kl_wan.py")).read()
+vcls = next(n for n in ast.parse(vsrc).body if getattr(n, "name", None) == "AutoencoderKLWan")
+init = next(n for n in vcls.body if getattr(n, "name", None) == "__init__")
+args = init.args.args[-len(init.args.defaults):]
+vdef = {a.arg: ast.literal_eval(d) for a, d in zip(args, init.args.defaults) if a.arg in ("latents_mean", "latents_std", "z_dim")}
+
+# Inputs drawn with Pillow and saved as PNG beside the goldens (the Go tests decode these bytes).
+def draw(name, w, h, seed):
+    im = Image.new("RGB", (w, h))
+    im.putdata([((x * 255) // max(w - 1, 1), (y * 255) // max(h - 1, 1), (x * y + seed * 37) % 256) for y in range(h) for x in range(w)])
+    d = ImageDraw.Draw(im)
+    d.ellipse((w // 5, h // 6, w // 2, h // 2 + h // 5), fill=(250, 40 + seed, 30))
+    d.rectangle((w // 2, h // 3, w - w // 6, h - h // 8), fill=(20, 200, 90 + seed))
+    d.line((0, h - 1, w - 1, 0), fill=(255, 255, 255), width=max(1, w // 40))
+    path = os.path.join(out, name)
+    im.save(path, format="PNG")
+    return Image.open(path).convert("RGB")
+
+imgs = {"i2v_a.png": draw("i2v_a.png", 100, 60, 1), "i2v_b.png": draw("i2v_b.png", 40, 24, 2),
+        "i2v_c.png": draw("i2v_c.png", 48, 32, 3), "i2v_d.png": draw("i2v_d.png", 320, 200, 4)}
+
+vp = VideoProcessor(vae_scale_factor=8)
+pre = []
+for name, h, w in (("i2v_a.png", 32, 48), ("i2v_b.png", 32, 48), ("i2v_c.png", 32, 48), ("i2v_a.png", 64, 32),
+                   ("i2v_d.png", 480, 832), ("i2v_b.png", 720, 1280)):
+    t = vp.preprocess(imgs[name], height=h, width=w)
+    assert t.dtype == torch.float32 and list(t.shape) == [1, 3, h, w], t.shape
+    pre.append({"image": name, "height": h, "width": w, "sha256": sha(t), "head_bits": bits(t.reshape(-1)[:32])})
+
+# Stand-in models. The VAE encoder's "mode" is a closed form of the video it is given: channel
+# c takes video channel c%3 at the last frame of each latent frame's group (frame 0, then 4k),
+# every 8th pixel, times K[c] plus B[c] (each op in float32).
+K = [0.5 + 0.0625 * c for c in range(16)]
+B = [(c % 5) * 0.125 - 0.25 for c in range(16)]
+
+class Dist:
+    def __init__(self, m):
+        self.m = m
+    def mode(self):
+        return self.m
+
+class VAE:
+    dtype = torch.float32
+    def __init__(self):
+        self.config = types.SimpleNamespace(scale_factor_temporal=4, scale_factor_spatial=8, **vdef)
+        self.seen = []
+    def encode(self, x):
+        self.seen.append(x.clone())
+        lf = (x.shape[2] - 1) // 4 + 1
+        s = x[:, [c % 3 for c in range(16)]][:, :, [0] + [4 * k for k in range(1, lf)]][:, :, :, ::8, ::8]
+        k = torch.tensor(K, dtype=torch.float32).view(1, 16, 1, 1, 1)
+        b = torch.tensor(B, dtype=torch.float32).view(1, 16, 1, 1, 1)
+        return types.SimpleNamespace(latent_dist=Dist(s * k + b))
+    def decode(self, *a, **k):
+        raise RuntimeError("not on the golden path (output_type latent)")
+
+# The transformers' flow: latents*a + condition*0.5 + mask0*0.125 + text[0,0]*(t/1000), a
+# 0.25 for the high-noise expert and -0.5 for the low-noise one (each op in float32).
+class Transformer:
+    dtype = torch.float32
+    def __init__(self, expert, a, log):
+        self.expert, self.a, self.log = expert, a, log
+        self.config = types.SimpleNamespace(patch_size=(1, 2, 2), image_dim=None)
+    def cache_context(self, name):
+        return contextlib.nullcontext()
+    def __call__(self, hidden_states, timestep, encoder_hidden_states, encoder_hidden_states_image=None, attention_kwargs=None, return_dict=False):
+        assert encoder_hidden_states_image is None and hidden_states.shape[1] == 36
+        x, m, c = hidden_states[:, :16], hidden_states[:, 16:17], hidden_states[:, 20:36]
+        e = encoder_hidden_states[:, 0, 0].view(-1, 1, 1, 1, 1)
+        tt = (timestep.to(torch.float32) / 1000).view(-1, 1, 1, 1, 1)
+        self.log.append({"expert": self.expert, "timestep": int(timestep[0]), "text": float(encoder_hidden_states[0, 0, 0]),
+                         "input_sha256": sha(hidden_states)})
+        return (x * self.a + c * 0.5 + m * 0.125 + e * tt,)
+
+BASE = {"num_train_timesteps": 1000, "solver_order": 2, "prediction_type": "flow_prediction",
+        "predict_x0": True, "solver_type": "bh2", "lower_order_final": True, "disable_corrector": [],
+        "use_flow_sigmas": True, "final_sigmas_type": "zero", "timestep_spacing": "linspace",
+        "beta_schedule": "linear", "beta_start": 0.0001, "beta_end": 0.02, "thresholding": False}
+COND, UNCOND = 0.3, -0.7
+
+runs = []
+for name, image, last, frames, h, w, steps, gs, gs2, shift, boundary, seed in (
+        ("first_image", "i2v_a.png", None, 9, 32, 48, 6, 4.0, 3.0, 5.0, 0.9, 42),
+        ("last_image", "i2v_b.png", "i2v_a.png", 9, 32, 48, 5, 4.0, 3.0, 5.0, 0.9, 7),
+        ("no_guidance_rounded_frames", "i2v_c.png", None, 7, 32, 48, 4, 1.0, 1.0, 5.0, 0.9, 3),
+        ("one_frame", "i2v_d.png", None, 1, 48, 32, 3, 3.5, 3.5, 5.0, 0.9, 11),
+        ("a14b_40_steps", "i2v_a.png", None, 5, 16, 16, 40, 4.0, 3.0, 5.0, 0.9, 5)):
+    log = []
+    vae = VAE()
+    sched = UniPCMultistepScheduler.from_config(dict(BASE, flow_shift=shift))
+    pipe = WanImageToVideoPipeline(tokenizer=None, text_encoder=None, vae=vae, scheduler=sched,
+                                   transformer=Transformer(1, 0.25, log), transformer_2=Transformer(2, -0.5, log),
+                                   boundary_ratio=boundary)
+    captured = {}
+    orig = pipe.prepare_latents
+    def prep(*a, **k):
+        lat, cond = orig(*a, **k)
+        captured["latents"], captured["condition"] = lat.clone(), cond.clone()
+        return lat, cond
+    pipe.prepare_latents = prep
+    pe = torch.full((1, 8, 4), COND, dtype=torch.float32)
+    ne = torch.full((1, 8, 4), UNCOND, dtype=torch.float32) if gs > 1 else None
+    res = pipe(image=imgs[image], last_image=imgs[last] if last else None, prompt_embeds=pe, negative_prompt_embeds=ne,
+               height=h, width=w, num_frames=frames, num_inference_steps=steps, guidance_scale=gs, guidance_scale_2=gs2,
+               generator=torch.Generator("cpu").manual_seed(seed), output_type="latent", return_dict=False)[0]
+    cond = captured["condition"]
+    assert len(vae.seen) == 1
+    vc = vae.seen[0]
+    runs.append({"name": name, "image": image, "last_image": last, "num_frames": frames, "height": h, "width": w,
+                 "steps": steps, "guidance_scale": gs, "guidance_scale_2": gs2, "flow_shift": shift, "boundary_ratio": boundary,
+                 "seed": seed, "prompt_state": COND, "negative_state": UNCOND,
+                 "video_condition_shape": list(vc.shape), "video_condition_sha256": sha(vc),
+                 "latent_shape": list(captured["latents"].shape), "latents_sha256": sha(captured["latents"]),
+                 "condition_shape": list(cond.shape), "mask_bits": bits(cond[:, :4]), "latent_condition_bits": bits(cond[:, 4:]),
+                 "calls": log, "out_bits": bits(res)})
+
+json.dump({"vae_encoder_standin": {"K": K, "B": B}, "preprocess": pre, "runs": runs},
+          open(os.path.join(out, "i2v.json"), "w"), indent=1)
+EOF
+
 TORCH=$(dpkg-query -W -f='${Version}' python3-torch 2>/dev/null || echo unknown)
 NUMPY=$(dpkg-query -W -f='${Version}' python3-numpy 2>/dev/null || echo unknown)
+PIL=$(dpkg-query -W -f='${Version}' python3-pil 2>/dev/null || echo unknown)
 sed -i "s|\"diffusers_commit\": null|\"diffusers_commit\": \"$COMMIT\"|" "$OUT/unipc.json"
 cat >"$OUT/README.md" <<EOF
-# Wan2.2 T2V host goldens
+# Wan2.2 T2V and I2V host goldens
 
-Made by \`scripts/gen-wan-goldens.sh\` (format 2) of tt-media-server-go from huggingface/diffusers
-$COMMIT (run from a scratch directory, not stored), Debian python3-torch $TORCH, python3-numpy $NUMPY.
+Made by \`scripts/gen-wan-goldens.sh\` (format 3) of tt-media-server-go from huggingface/diffusers
+$COMMIT (run from a scratch directory, not stored), Debian python3-torch $TORCH, python3-numpy $NUMPY, python3-pil $PIL.
 
 | file | what |
 | --- | --- |
 | \`unipc.json\` | UniPCMultistepScheduler (flow_prediction, flow sigmas, bh2, order 2) timesteps and sigmas for flow shifts x step counts; whole multistep runs (predictor + corrector) on closed-form inputs, the sample after every step (float32 bit patterns), including lower_order_final off, disable_corrector and order 3 |
 | \`umt5_test.model\`, \`umt5.json\` | a Unigram model with google/umt5-xxl's id layout (pad 0, eos 1, unk 2, no bos, byte fallback) trained by Debian python3-sentencepiece on diffusers' README and pipeline_wan.py/torch_utils.py; texts through pipeline_wan.py's prompt_clean (regex module, no ftfy) and sentencepiece's encode (ids without eos) |
 | \`pipeline.json\` | AutoencoderKLWan's latents_mean/latents_std and WanPipeline's un-normalisation before decoding on fixed latents; WanPipeline: num_frames rounding and latent shapes (81 frames at 832x480 and 1280x720 and others), seeded prepare_latents (sha256 of the float32 tensor), expert and guidance scale at every timestep for boundary ratios 0.875/0.9/none, and the classifier-free guidance combination on fixed inputs |
+| \`i2v.json\`, \`i2v_a.png\`..\`i2v_d.png\` | Wan2.2 I2V: VideoProcessor.preprocess of the Pillow-drawn PNGs (PIL Lanczos resize, [-1, 1]) to 48x32, 32x64, 832x480 and 1280x720 (sha256 of the float32 tensor and its first values); whole WanImageToVideoPipeline.__call__ runs (pipeline_wan_i2v.py unchanged; UniPC flow_shift 5, boundary_ratio 0.9) with stand-in models (text states given as prompt_embeds, a closed-form VAE encoder and transformers): the conditioning video's sha256, the mask and normalised latent condition (bits), every transformer call's expert, timestep, text value and 36-channel input sha256, the final latents (bits), for a first image, first and last image, no guidance with num_frames 7 rounded to 5, one frame, and 40 steps |
 
 Generated data from Apache-2.0 code.
 EOF

@@ -85,3 +85,19 @@ func Generated(t testing.TB, sub, hint string) string {
 	t.Skip(msg + "; skipping")
 	return ""
 }
+
+// GeneratedFile returns the file name in Generated(t, sub, hint), skipped (failed under
+// CI=true) like a missing directory when that file is absent: goldens of an older format lack
+// the files a newer script adds.
+func GeneratedFile(t testing.TB, sub, name, hint string) string {
+	t.Helper()
+	p := filepath.Join(Generated(t, sub, hint), name)
+	if _, err := os.Stat(p); err != nil {
+		msg := "golden " + p + " is absent (" + err.Error() + "): " + hint
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + "; skipping")
+	}
+	return p
+}

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
-	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -41,12 +41,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const goldenHint = "run scripts/ensure-wan-goldens.sh (needs ../shared/diffusers-58eb52c, Debian python3-torch and python3-sentencepiece)"
-
 // tokenizerModel is the UMT5-layout test model the golden script trains.
 func tokenizerModel(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(shareddata.Generated(t, "wan", goldenHint), "umt5_test.model")
+	return wangolden.Path(t, "umt5_test.model")
 }
 
 func smallRunner(t *testing.T) *PipelineRunner {

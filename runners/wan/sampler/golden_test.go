@@ -1,18 +1,13 @@
 package sampler
 
 import (
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 )
-
-const goldenHint = "run scripts/ensure-wan-goldens.sh (needs ../shared/diffusers-58eb52c and Debian python3-torch)"
 
 type unipcGolden struct {
 	Runs []struct {
@@ -41,21 +36,10 @@ type unipcGolden struct {
 
 func readUniPC(t *testing.T) unipcGolden {
 	t.Helper()
-	dir := shareddata.Generated(t, "wan", goldenHint)
-	b, err := os.ReadFile(filepath.Join(dir, "unipc.json"))
-	require.NoError(t, err)
 	var g unipcGolden
-	require.NoError(t, json.Unmarshal(b, &g))
+	wangolden.Read(t, "unipc.json", &g)
 	require.NotEmpty(t, g.Runs)
 	return g
-}
-
-func floats(bits []uint32) []float32 {
-	out := make([]float32, len(bits))
-	for i, b := range bits {
-		out[i] = math.Float32frombits(b)
-	}
-	return out
 }
 
 // TestScheduleGolden: set_timesteps' integer timesteps and float32 sigmas, bit for bit, for
@@ -68,7 +52,7 @@ func TestScheduleGolden(t *testing.T) {
 		s, err := c.Schedule(r.Steps)
 		require.NoError(t, err)
 		require.Equal(t, r.Timesteps, s.Timesteps, "shift %v, %d steps", r.FlowShift, r.Steps)
-		require.Equal(t, floats(r.SigmaBits), s.Sigmas, "shift %v, %d steps", r.FlowShift, r.Steps)
+		require.Equal(t, wangolden.Floats(r.SigmaBits), s.Sigmas, "shift %v, %d steps", r.FlowShift, r.Steps)
 	}
 }
 
@@ -94,7 +78,7 @@ func TestStepGolden(t *testing.T) {
 		s, err := c.New(r.Steps)
 		require.NoError(t, err)
 		require.Equal(t, r.Timesteps, s.Schedule().Timesteps)
-		x := floats(g.Steps.SampleBits)
+		x := wangolden.Floats(g.Steps.SampleBits)
 		for k, want := range r.After {
 			mo := make([]float32, n)
 			for i := range mo {

@@ -5,20 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/latents"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/sampler"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 )
-
-const goldenHint = "run scripts/ensure-wan-goldens.sh (needs ../shared/diffusers-58eb52c and Debian python3-torch)"
 
 type pipelineGolden struct {
 	VAE struct {
@@ -66,21 +61,10 @@ type pipelineGolden struct {
 
 func readPipeline(t *testing.T) pipelineGolden {
 	t.Helper()
-	dir := shareddata.Generated(t, "wan", goldenHint)
-	b, err := os.ReadFile(filepath.Join(dir, "pipeline.json"))
-	require.NoError(t, err)
 	var g pipelineGolden
-	require.NoError(t, json.Unmarshal(b, &g))
+	wangolden.Read(t, "pipeline.json", &g)
 	require.NotEmpty(t, g.Shapes)
 	return g
-}
-
-func floats(bits []uint32) []float32 {
-	out := make([]float32, len(bits))
-	for i, b := range bits {
-		out[i] = math.Float32frombits(b)
-	}
-	return out
 }
 
 // TestShapesGolden: num_frames rounding, the 16-multiple size, the latent shape (81 frames at
@@ -105,7 +89,7 @@ func TestShapesGolden(t *testing.T) {
 		}
 		x, err := latents.Randn(context.Background(), c.Seed, latents.KernelAVX2, c.LatentShape...)
 		require.NoError(t, err)
-		require.Equal(t, floats(c.HeadBits), x[:16])
+		require.Equal(t, wangolden.Floats(c.HeadBits), x[:16])
 		buf := make([]byte, 4*len(x))
 		for i, v := range x {
 			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
@@ -145,9 +129,9 @@ func TestPickGolden(t *testing.T) {
 func TestCFGGolden(t *testing.T) {
 	g := readPipeline(t)
 	for _, r := range g.CFG.Runs {
-		cond := floats(g.CFG.Cond)
-		CFG(cond, floats(g.CFG.Uncond), r.Scale)
-		require.Equal(t, floats(r.Out), cond, "scale %v", r.Scale)
+		cond := wangolden.Floats(g.CFG.Cond)
+		CFG(cond, wangolden.Floats(g.CFG.Uncond), r.Scale)
+		require.Equal(t, wangolden.Floats(r.Out), cond, "scale %v", r.Scale)
 	}
 }
 
@@ -158,7 +142,7 @@ func TestUnnormalizeGolden(t *testing.T) {
 	require.Equal(t, LatentChannels, g.VAE.ZDim)
 	require.Equal(t, LatentsMean[:], g.VAE.Mean)
 	require.Equal(t, LatentsStd[:], g.VAE.Std)
-	x := floats(g.VAE.InBits)
+	x := wangolden.Floats(g.VAE.InBits)
 	Unnormalize(x)
-	require.Equal(t, floats(g.VAE.OutBits), x)
+	require.Equal(t, wangolden.Floats(g.VAE.OutBits), x)
 }

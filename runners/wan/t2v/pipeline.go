@@ -25,9 +25,10 @@ type Device interface {
 	// Encode runs the UMT5 encoder over TextLen ids with their attention mask; it returns the
 	// last hidden state [TextLen, TextDim].
 	Encode(ctx context.Context, ids, mask []int) ([]float32, error)
-	// Transformer runs one expert (HighNoise or LowNoise) once: latents [16, F, H, W] at
-	// timestep t conditioned on text [TextLen, TextDim]; it returns the flow prediction of
-	// the latents' shape.
+	// Transformer runs one expert (HighNoise or LowNoise) once: latents [16, F, H, W] (with
+	// Request.Condition's channels after them for image-to-video) at timestep t conditioned
+	// on text [TextLen, TextDim]; it returns the flow prediction of the latents' shape
+	// [16, F, H, W].
 	Transformer(ctx context.Context, expert int, latents []float32, t int64, text []float32) ([]float32, error)
 	// VAE decodes un-normalised latents to [3, Frames, Height, Width] in [-1, 1].
 	VAE(ctx context.Context, latents []float32) ([]float32, error)
@@ -55,6 +56,11 @@ type Request struct {
 	Seed                   uint64
 	// Guidance, when non-nil, replaces the configuration's scales (BoundaryRatio stays).
 	Guidance *Guidance
+	// Condition, for image-to-video (runners/wan/i2v), is concatenated after the latents
+	// along the channels as every step's transformer input (WanImageToVideoPipeline's
+	// torch.cat([latents, condition], dim=1)): whole channels of the latents' frame size.
+	// Nil for text-to-video.
+	Condition []float32
 }
 
 // Hooks are called during Generate.
@@ -121,17 +127,30 @@ func (p *Pipeline) Generate(ctx context.Context, req Request, hooks Hooks) ([][]
 	}
 	sched := smp.Schedule()
 	next := make([]float32, len(x))
+	in := x
+	if n := len(req.Condition); n > 0 {
+		if n%(len(x)/LatentChannels) != 0 {
+			return nil, fmt.Errorf("wan2.2: a condition of %d values is not whole channels of %d", n, len(x)/LatentChannels)
+		}
+		in = make([]float32, len(x)+n)
+		copy(in[len(x):], req.Condition)
+	}
 	for i, t := range sched.Timesteps {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("wan2.2: cancelled before step %d of %d: %w", i+1, sched.Len(), err)
 		}
 		expert, scale := g.Pick(t, p.cfg.Sampler.NumTrainTimesteps)
-		v, err := p.dev.Transformer(ctx, expert, x, t, cond)
+		if req.Condition != nil {
+			copy(in, x)
+		} else {
+			in = x
+		}
+		v, err := p.dev.Transformer(ctx, expert, in, t, cond)
 		if err != nil {
 			return nil, fmt.Errorf("wan2.2 transformer step %d of %d: %w", i+1, sched.Len(), err)
 		}
 		if cfgOn {
-			u, err := p.dev.Transformer(ctx, expert, x, t, uncond)
+			u, err := p.dev.Transformer(ctx, expert, in, t, uncond)
 			if err != nil {
 				return nil, fmt.Errorf("wan2.2 transformer step %d of %d (unconditional): %w", i+1, sched.Len(), err)
 			}

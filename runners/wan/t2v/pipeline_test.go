@@ -4,18 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 )
 
 func testTokenizer(t *testing.T) *umt5.Tokenizer {
 	t.Helper()
-	tok, err := umt5.Load(filepath.Join(shareddata.Generated(t, "wan", goldenHint), "umt5_test.model"))
+	tok, err := umt5.Load(wangolden.Path(t, "umt5_test.model"))
 	require.NoError(t, err)
 	return tok
 }

@@ -1,14 +1,12 @@
 package umt5
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 )
 
 type golden struct {
@@ -25,13 +23,10 @@ type golden struct {
 
 func readGolden(t *testing.T) (golden, *Tokenizer) {
 	t.Helper()
-	dir := shareddata.Generated(t, "wan", "run scripts/ensure-wan-goldens.sh (needs ../shared/diffusers-58eb52c, Debian python3-sentencepiece and python3-regex)")
-	b, err := os.ReadFile(filepath.Join(dir, "umt5.json"))
-	require.NoError(t, err)
 	var g golden
-	require.NoError(t, json.Unmarshal(b, &g))
+	wangolden.Read(t, "umt5.json", &g)
 	require.NotEmpty(t, g.Cases)
-	tok, err := Load(filepath.Join(dir, g.Model))
+	tok, err := Load(wangolden.Path(t, g.Model))
 	require.NoError(t, err)
 	return g, tok
 }
