@@ -3,11 +3,14 @@
 
 # tt-media-server (Go) container images. Two targets:
 #
-#   sim   (the default, last stage) a small mock-device image: the server built with cgo and
-#         no ttnn tag, so its devices are the C simulator behind the same C ABI as the tests
-#         and the metal backend (a CGO_ENABLED=0 build would only fail every device call), on
-#         distroless/cc (glibc, nothing else), non-root, with a HEALTHCHECK on /tt-liveness.
-#         No Tenstorrent hardware or software needed.
+#   sim   (the default, last stage) a mock-device image: the server built with cgo and no
+#         ttnn tag, so its devices are the C simulator behind the same C ABI as the tests and
+#         the metal backend (a CGO_ENABLED=0 build would only fail every device call), on
+#         debian:bookworm-slim with Debian's ffmpeg (so it serves video: MODEL_SERVICE=video
+#         encodes MP4s with libx264; also M4A/AAC uploads and speech mp3/opus/aac) and the
+#         native image codecs, installed without recommends; non-root (uid 65532, which owns
+#         the working directory /app where the job store ./jobs.db lives), with a
+#         HEALTHCHECK on /tt-liveness. No Tenstorrent hardware or software needed.
 #           docker build -t tt-media-server:sim .
 #           docker run --rm -p 8000:8000 tt-media-server:sim
 #
@@ -52,7 +55,7 @@ FROM golang:${GO_VERSION}-bookworm AS go-toolchain
 
 # ---------------------------------------------------------------------------------------------
 # Mock-device build: the server with cgo (the C simulator behind the device bridge; glibc only),
-# and the health probe, static.
+# and the health probe, static. Built on golang:bookworm, i.e. Debian 12 as the sim image.
 FROM go-toolchain AS build-sim
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -63,14 +66,6 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 WORKDIR /src/deploy/healthcheck
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tt-healthcheck .
-# The native image codecs the server loads at run time (media/turbojpeg, media/webp): Debian's
-# libturbojpeg0 and libwebp7, copied into the distroless image below (without them the server
-# runs its pure-Go codecs and says so at start-up and in /tt-liveness).
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libturbojpeg0 libwebp7 \
-    && mkdir -p /out/codecs \
-    && cp -a /usr/lib/*-linux-gnu/libturbojpeg.so.0* /usr/lib/*-linux-gnu/libwebp.so.7* /out/codecs/ \
-    && rm -rf /var/lib/apt/lists/*
 
 # ---------------------------------------------------------------------------------------------
 # Hardware build: cgo + `-tags ttnn` against the tt-mlir runtime in the base image.
@@ -145,19 +140,29 @@ ENTRYPOINT ["/usr/local/bin/run_uvicorn_equivalent.sh"]
 
 # ---------------------------------------------------------------------------------------------
 # Mock-device image (default target).
-# distroless/cc: glibc (and libgcc) for the cgo binary, built on the same Debian 12 as golang:bookworm.
-FROM gcr.io/distroless/cc-debian12:nonroot AS sim
+# debian:bookworm-slim: the same Debian 12 (glibc) as golang:bookworm, and Debian's packages:
+#   ffmpeg         MP4 encoding for the video service (libx264; without it MODEL_SERVICE=video
+#                  refuses to start), M4A/MP4 (AAC) and non-Opus WebM uploads, speech mp3,
+#                  opus, aac and ogg;
+#   libturbojpeg0, libwebp7  the native image codecs the server dlopens (NATIVE_CODECS=auto;
+#                  without them it runs its pure-Go codecs and says so in /tt-liveness).
+# --no-install-recommends keeps ffmpeg's optional extras out; the apt lists are removed.
+FROM debian:bookworm-slim AS sim
 LABEL org.opencontainers.image.title="tt-media-server (sim)" \
       org.opencontainers.image.description="Go media inference server, mock-device mode: simulated devices, no Tenstorrent hardware" \
       org.opencontainers.image.source="https://github.com/tenstorrent/tt-media-server-go"
 ENV SERVICE_HOST=0.0.0.0 \
-    SERVICE_PORT=8000 \
-    LD_LIBRARY_PATH=/usr/lib/tt-codecs
+    SERVICE_PORT=8000
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ffmpeg libturbojpeg0 libwebp7 \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --gid 65532 nonroot \
+    && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /app --shell /usr/sbin/nologin nonroot \
+    && mkdir -p /app \
+    && chown 65532:65532 /app
 COPY --from=build-sim /out/tt-media-server /out/tt-healthcheck /usr/local/bin/
-# libjpeg-turbo (TurboJPEG) and libwebp, dlopen'd by the server (NATIVE_CODECS=auto).
-COPY --from=build-sim /out/codecs/ /usr/lib/tt-codecs/
 WORKDIR /app
-# distroless "nonroot": uid/gid 65532.
+# uid/gid 65532, as distroless's "nonroot" (the Helm chart's mock pods use fsGroup 65532).
 USER 65532:65532
 EXPOSE 8000/tcp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

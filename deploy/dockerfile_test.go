@@ -89,6 +89,8 @@ type stageFacts struct {
 	check *instructions.HealthCheckCommand
 	ports []string
 	entry []string
+	// workdir is the last WORKDIR.
+	workdir string
 }
 
 func parseStages(t *testing.T, dt []byte) []stageFacts {
@@ -114,6 +116,8 @@ func parseStages(t *testing.T, dt []byte) []stageFacts {
 				f.ports = append(f.ports, c.Ports...)
 			case *instructions.EntrypointCommand:
 				f.entry = c.CmdLine
+			case *instructions.WorkdirCommand:
+				f.workdir = c.Path
 			}
 		}
 		out = append(out, f)
@@ -133,8 +137,26 @@ func TestDockerfileStages(t *testing.T) {
 	require.Equal(t, "sim", names[len(names)-1], "plain `docker build .` must give the small sim image")
 
 	sim, hw := byName["sim"], byName["ttnn"]
-	// The sim server is a cgo build (the C simulator): it needs glibc, which distroless/cc has.
-	require.True(t, strings.HasPrefix(sim.stage.BaseName, "gcr.io/distroless/cc-debian12"), "sim base: %s", sim.stage.BaseName)
+	// The sim server is a cgo build (the C simulator): it needs glibc, Debian 12's as the
+	// golang:bookworm build stage, and the video service needs ffmpeg (libx264), which
+	// distroless cannot carry: the sim image is debian:bookworm-slim with Debian's ffmpeg.
+	require.Equal(t, "debian:bookworm-slim", sim.stage.BaseName, "sim base")
+	require.Equal(t, "golang:${GO_VERSION}-bookworm", byName["go-toolchain"].stage.BaseName, "the build stage's Debian is the image's")
+	simRun := strings.Join(sim.run, "\n")
+	apt := regexp.MustCompile(`apt-get install -y --no-install-recommends ([a-z0-9. -]+)`).FindStringSubmatch(simRun)
+	require.NotNil(t, apt, "the sim image installs its packages without recommends:\n%s", simRun)
+	pkgs := strings.Fields(apt[1])
+	require.ElementsMatch(t, []string{"ffmpeg", "libturbojpeg0", "libwebp7"}, pkgs,
+		"ffmpeg for video MP4s (and AAC uploads, speech formats), the native image codecs; nothing else")
+	require.Equal(t, 1, strings.Count(simRun, "apt-get install"), "one install, all without recommends")
+	require.Contains(t, simRun, "rm -rf /var/lib/apt/lists/*", "the apt lists stay out of the image")
+	// The server runs as 65532 in /app, where the video job store's default JOB_DATABASE_PATH
+	// (./jobs.db) lives: the directory must be that user's, or MODEL_SERVICE=video cannot start.
+	require.Equal(t, "65532:65532", sim.user)
+	require.Equal(t, "/app", sim.workdir)
+	require.Contains(t, simRun, "useradd --uid 65532 --gid 65532")
+	require.Contains(t, simRun, "chown 65532:65532 /app")
+	require.NotContains(t, simRun, "ENABLE_JOB_PERSISTENCE")
 	require.Equal(t, "${TT_BASE_IMAGE}", hw.stage.BaseName)
 	require.Equal(t, "${TT_BASE_IMAGE}", byName["build-ttnn"].stage.BaseName)
 

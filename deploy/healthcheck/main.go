@@ -1,7 +1,7 @@
 // Command tt-healthcheck is the container health probe of the tt-media-server images: it asks
 // the server in the same container for GET /tt-liveness (or the path given as the only
-// argument) and exits 0 on HTTP 200, 1 otherwise. It exists because the sim image is
-// distroless (no shell, no curl). It reads SERVICE_HOST and SERVICE_PORT as the server does;
+// argument) and exits 0 on HTTP 200, 1 otherwise. It exists because the images carry no curl
+// or wget (the sim image is debian:bookworm-slim with ffmpeg and the codecs only). It reads SERVICE_HOST and SERVICE_PORT as the server does;
 // a wildcard or empty host means loopback.
 //
 // It is a module of its own with no dependencies, so the image build compiles it offline.
