@@ -108,8 +108,9 @@ func osLookup(environ []string) func(string) (string, bool) {
 //  2. the MODEL x DEVICE preset, when both are set. Like Python, the preset overrides values
 //     set explicitly in the environment (MODEL_RUNNER, DEVICE_IDS, DEVICE_MESH_SHAPE,
 //     IS_GALAXY, MAX_BATCH_SIZE for the cells that set it, and MODEL_WEIGHTS_PATH when the
-//     model has known weights). Unlike Python, a MODEL or DEVICE that has no table cell is an
-//     error instead of silently applying nothing;
+//     model has known weights). A cell's request timeout is the exception: an explicitly set
+//     deadline wins over it (applyPresetTimeout). Unlike Python, a MODEL or DEVICE that has no
+//     table cell is an error instead of silently applying nothing;
 //  3. the mesh overrides: SD_3_5_FAST (4,8), else SD_3_5_BASE (2,4), else TP2 (2,1);
 //  4. MODEL_SERVICE deduced from the runner when empty;
 //  5. validation and the device groups.
@@ -155,7 +156,7 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 	idsSource := "DEVICE_IDS"
 	meshSource := "DEVICE_MESH_SHAPE"
 	if raw.Model != "" || raw.Device != "" {
-		applied, err := applyPreset(s, &raw)
+		applied, err := applyPreset(s, &raw, merged)
 		if err != nil {
 			return nil, err
 		}
@@ -308,8 +309,9 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 
 // applyPreset validates MODEL and DEVICE and, when both are set, applies their ModelConfigs
 // cell (overriding explicit values, as Python does). It reports whether a cell was applied and
-// marks DEVICE_IDS as set by it.
-func applyPreset(s *Settings, raw *rawEnv) (bool, error) {
+// marks DEVICE_IDS as set by it. The cell's request timeout is the exception: a deadline set
+// in the environment (lookup) wins over it, as over every key of HEAD's cells.
+func applyPreset(s *Settings, raw *rawEnv, lookup func(string) (string, bool)) (bool, error) {
 	var model catalogue.Model
 	var name catalogue.ModelName
 	if s.Model != "" {
@@ -339,7 +341,36 @@ func applyPreset(s *Settings, raw *rawEnv) (bool, error) {
 	if p.MaxBatchSize > 0 {
 		s.MaxBatchSize = p.MaxBatchSize
 	}
+	applyPresetTimeout(s, model.Service, p.RequestTimeout, lookup)
 	return true, nil
+}
+
+// applyPresetTimeout makes a cell's request_processing_timeout_seconds the deadline of the
+// model's jobs, as HEAD's Settings._set_config_overrides does unless the variable is in the
+// environment: here, unless the deadline is set explicitly: REQUEST_PROCESSING_TIMEOUT_SECONDS
+// or DEFAULT_INFERENCE_TIMEOUT_SECONDS for a request, VIDEO_JOB_TIMEOUT_SECONDS for a video
+// job (which the request deadline does not bound). A cell without one (0) changes nothing.
+func applyPresetTimeout(s *Settings, svc catalogue.Service, cell time.Duration, lookup func(string) (string, bool)) {
+	if cell <= 0 {
+		return
+	}
+	set := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := lookup(k); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if svc == catalogue.ServiceVideo {
+		if !set("VIDEO_JOB_TIMEOUT_SECONDS") {
+			s.Video.JobTimeout = cell
+		}
+		return
+	}
+	if !set("REQUEST_PROCESSING_TIMEOUT_SECONDS", "DEFAULT_INFERENCE_TIMEOUT_SECONDS") {
+		s.InferenceTimeout = cell
+	}
 }
 
 // ParseClientWeights parses CLIENT_WEIGHTS: comma-separated client=weight pairs, where a

@@ -711,3 +711,38 @@ func TestParseClientWeights(t *testing.T) {
 		})
 	}
 }
+
+// A cell's request_processing_timeout_seconds (HEAD's ModelConfigs) is the deadline of the
+// model's requests, or of its video jobs, unless the environment sets one: HEAD's
+// _set_config_overrides skips a key that is in the environment.
+func TestPresetRequestTimeout(t *testing.T) {
+	const wan = "Wan2.2-T2V-A14B-Diffusers"
+	tests := []struct {
+		env          env
+		request, job time.Duration
+	}{
+		{env{"MODEL": "stable-diffusion-xl-base-1.0", "DEVICE": "n150"}, 90 * time.Second, 0},
+		{env{"MODEL": "stable-diffusion-xl-base-1.0", "DEVICE": "n300"}, 3000 * time.Second, 0},
+		{env{"MODEL": "stable-diffusion-xl-base-1.0", "DEVICE": "n300", "REQUEST_PROCESSING_TIMEOUT_SECONDS": "7"}, 7 * time.Second, 0},
+		{env{"MODEL": "stable-diffusion-xl-base-1.0", "DEVICE": "n300", "DEFAULT_INFERENCE_TIMEOUT_SECONDS": "8"}, 8 * time.Second, 0},
+		{env{"MODEL": "stable-diffusion-3.5-large", "DEVICE": "t3k"}, 2000 * time.Second, 0},
+		{env{"MODEL": "FLUX.1-dev", "DEVICE": "galaxy"}, 5000 * time.Second, 0},
+		{env{"MODEL": "Qwen-Image", "DEVICE": "galaxy"}, 90 * time.Second, 0},
+		{env{"MODEL": "SDXL-512", "DEVICE": "n150"}, 3000 * time.Second, 0},
+		{env{"MODEL": "openai-whisper-large-v3", "DEVICE": "galaxy"}, 5000 * time.Second, 0},
+		{env{"MODEL": "microsoft/resnet-50", "DEVICE": "n150"}, 90 * time.Second, 0},
+		{env{"MODEL": wan, "DEVICE": "t3k"}, 90 * time.Second, 5000 * time.Second},
+		{env{"MODEL": wan, "DEVICE": "t3k", "VIDEO_JOB_TIMEOUT_SECONDS": "60"}, 90 * time.Second, time.Minute},
+		{env{"MODEL": wan, "DEVICE": "t3k", "REQUEST_PROCESSING_TIMEOUT_SECONDS": "7"}, 7 * time.Second, 5000 * time.Second},
+		{env{"MODEL": "mochi-1-preview", "DEVICE": "galaxy"}, 90 * time.Second, 0},
+		{env{"MODEL": "mochi-1-preview", "DEVICE": "t3k"}, 90 * time.Second, 5000 * time.Second},
+		{env{"MODEL": "LTX-2.3-distilled", "DEVICE": "galaxy"}, 90 * time.Second, 7200 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env["MODEL"]+"@"+tt.env["DEVICE"], func(t *testing.T) {
+			s := load(t, tt.env, false)
+			require.Equal(t, tt.request, s.InferenceTimeout, "the request deadline")
+			require.Equal(t, tt.job, s.Video.JobTimeout, "the video job limit")
+		})
+	}
+}

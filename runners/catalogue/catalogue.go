@@ -14,6 +14,7 @@ package catalogue
 import (
 	"slices"
 	"sync"
+	"time"
 )
 
 // Service is the API family a runner serves; exactly one pool per service per process.
@@ -176,6 +177,10 @@ type Preset struct {
 	IsGalaxy     bool
 	DeviceIDs    string
 	MaxBatchSize int
+	// RequestTimeout is the cell's request_processing_timeout_seconds: how long HEAD's service
+	// waits for a worker's result (BaseService.process); 0 leaves the deadline alone. Config
+	// makes it the pool's deadline unless one is set explicitly (HEAD: the environment wins).
+	RequestTimeout time.Duration
 }
 
 // Program is one device program of a model's contract; runners/programs holds its declaration.

@@ -3,6 +3,7 @@ package catalogue
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // entries is the catalogue, in the order of HEAD's ModelRunners as this server lists them
@@ -44,12 +45,30 @@ func singleChipGroups(n int) string {
 // singleChipPresets are the cells of a model that runs one worker per chip with batch 1 on
 // n150, n300, t3k and galaxy (SDXL, Whisper).
 var singleChipPresets = map[string]Preset{
-	DeviceN150:   {one, false, deviceIDs1, 1},
-	DeviceN300:   {one, false, deviceIDs2, 1},
-	DeviceGalaxy: {one, true, deviceIDs16, 1},
-	DeviceT3K:    {one, false, deviceIDs4, 1},
+	DeviceN150:   {one, false, deviceIDs1, 1, 0},
+	DeviceN300:   {one, false, deviceIDs2, 1, 0},
+	DeviceGalaxy: {one, true, deviceIDs16, 1, 0},
+	DeviceT3K:    {one, false, deviceIDs4, 1, 0},
 }
 
 // DefaultTraceRegionSize is HEAD's TRACE_REGION_SIZE default, SDXL's region (config's
 // default tag spells the same number, which a test checks).
 const DefaultTraceRegionSize = 34_541_598
+
+// headTimeouts gives a copy of presets with HEAD's request_processing_timeout_seconds of the
+// cells that set one (seconds by DEVICE); the other cells keep the deadline alone.
+func headTimeouts(presets map[string]Preset, seconds map[string]int) map[string]Preset {
+	out := make(map[string]Preset, len(presets))
+	for d, p := range presets {
+		if s, ok := seconds[d]; ok {
+			p.RequestTimeout = time.Duration(s) * time.Second
+		}
+		out[d] = p
+	}
+	for d := range seconds {
+		if _, ok := presets[d]; !ok {
+			panic("catalogue: a timeout for " + d + ", which has no cell")
+		}
+	}
+	return out
+}

@@ -16,7 +16,7 @@ var audioModels = []Model{
 		ModelNames: []ModelName{{"distil-whisper/distil-large-v3", "distil-whisper/distil-large-v3"},
 			{"openai-whisper-large-v3", "openai/whisper-large-v3"}},
 		Device:  DeviceOptions{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
-		Presets: singleChipPresets,
+		Presets: headTimeouts(singleChipPresets, map[string]int{DeviceGalaxy: 5000}),
 		Sim: Simulation{Programs: []string{"whisper-encoder", "whisper-decoder-step"}, Traced: "whisper-decoder-step",
 			UnitSeconds: whisperEncoder/whisperWindow + tokensPerAudioSec*whisperDecoder},
 		Programs:    []Program{{Name: "whisper-encoder"}, {Name: "whisper-decoder-step"}},

@@ -30,8 +30,8 @@ const forge = "tt_model_runners.forge_runners.runners."
 // alone; HEAD's last word on them (its loop over the Forge runners in config/constants.py)
 // gives both one chip, DEVICE_IDS "(0)".
 var cnnPresets = map[string]Preset{
-	DeviceN150: {one, false, deviceIDs1, 0},
-	DeviceN300: {one, false, deviceIDs1, 0},
+	DeviceN150: {one, false, deviceIDs1, 0, 0},
+	DeviceN300: {one, false, deviceIDs1, 0, 0},
 }
 
 // cnn is a CNN model simulated by the ResNet-50 programs.
@@ -68,7 +68,7 @@ var cnnModels = []Model{
 	func() Model {
 		// HEAD's YOLOX-Nano cells: n150 (and p150, a device this server does not preset).
 		m := withOutput(cnn(RunnerYOLOXNano, "yolox_nano", forge+"ForgeYoloxNanoRunner",
-			map[string]Preset{DeviceN150: {one, false, deviceIDs1, 0}}), OutputLabelBoxes)
+			map[string]Preset{DeviceN150: {one, false, deviceIDs1, 0, 0}}), OutputLabelBoxes)
 		m.ModelNames = []ModelName{{"yolox_nano", "Megvii-BaseDetection/YOLOX-Nano"}}
 		return m
 	}(),

@@ -3,6 +3,7 @@ package catalogue
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MODEL_RUNNER names of HEAD's image runners served here.
@@ -64,7 +65,8 @@ func sdxl(name, class string, input ImageInput, unet string) Model {
 var imageModels = []Model{
 	func() Model {
 		m := sdxl(RunnerSDXL, "tt_model_runners.sdxl_generate_runner_trace.TTSDXLGenerateRunnerTrace", InputNone, "sdxl-unet")
-		m.Default, m.Canonical, m.Presets = true, "stable-diffusion-xl-base-1.0", singleChipPresets
+		m.Default, m.Canonical = true, "stable-diffusion-xl-base-1.0"
+		m.Presets = headTimeouts(singleChipPresets, map[string]int{DeviceN300: 3000})
 		m.ModelNames = []ModelName{{"stable-diffusion-xl-base-1.0", "stabilityai/stable-diffusion-xl-base-1.0"}}
 		return m
 	}(),
@@ -78,8 +80,8 @@ var imageModels = []Model{
 			PythonGuidance: sd35Guidance},
 		Device: DeviceOptions{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
 		Presets: map[string]Preset{
-			DeviceGalaxy: {[2]int{4, 8}, false, deviceIDsAll, 1},
-			DeviceT3K:    {[2]int{2, 4}, false, deviceIDsAll, 1},
+			DeviceGalaxy: {[2]int{4, 8}, false, deviceIDsAll, 1, 2000 * time.Second},
+			DeviceT3K:    {[2]int{2, 4}, false, deviceIDsAll, 1, 2000 * time.Second},
 		},
 		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,
 			PipelineUnitSeconds: sd35DenoiserStep},
@@ -143,17 +145,17 @@ var deviceIDs32Group = "(" + strings.Join(func() []string {
 // sdxlInputPresets are HEAD's cells of its SDXL image-to-image and edit runners: one chip per
 // worker, and on n300 and T3K a (2,1) mesh with HEAD's DEVICE_IDS as written there.
 var sdxlInputPresets = map[string]Preset{
-	DeviceN150:   {one, false, deviceIDs1, 1},
-	DeviceN300:   {[2]int{2, 1}, false, deviceIDs1, 1},
-	DeviceGalaxy: {one, true, deviceIDs32, 1},
-	DeviceT3K:    {[2]int{2, 1}, false, deviceIDs4, 1},
+	DeviceN150:   {one, false, deviceIDs1, 1, 0},
+	DeviceN300:   {[2]int{2, 1}, false, deviceIDs1, 1, 0},
+	DeviceGalaxy: {one, true, deviceIDs32, 1, 0},
+	DeviceT3K:    {[2]int{2, 1}, false, deviceIDs4, 1, 0},
 }
 
 // ditPresets are HEAD's T3K and Galaxy cells of the tt-dit image runners (Flux, Motif, Qwen):
 // one worker over the whole mesh.
 var ditPresets = map[string]Preset{
-	DeviceT3K:    {[2]int{2, 4}, false, deviceIDs4Group, 1},
-	DeviceGalaxy: {[2]int{4, 8}, false, deviceIDs32Group, 1},
+	DeviceT3K:    {[2]int{2, 4}, false, deviceIDs4Group, 1, 0},
+	DeviceGalaxy: {[2]int{4, 8}, false, deviceIDs32Group, 1, 0},
 }
 
 // noCFG are the fields of a model without classifier-free guidance or SDXL micro-conditioning
@@ -213,6 +215,7 @@ func ditImage(name, canonical, weights, class string, p ImagePolicy, trace uint6
 // whose transformer step the simulator times at fluxTransformerStep.
 func fluxImage(name, canonical, weights, prefix string, p ImagePolicy) Model {
 	m := ditImage(name, canonical, weights, "TTFlux1Runner", p, DefaultTraceRegionSize)
+	m.Presets = headTimeouts(ditPresets, map[string]int{DeviceT3K: 3000, DeviceGalaxy: 5000})
 	m.Programs = []Program{{Name: prefix + "-text-encoder"}, {Name: prefix + "-text-encoder-2"},
 		{Name: prefix + "-transformer"}, {Name: prefix + "-vae"}}
 	m.Sim.PipelineUnitSeconds = fluxTransformerStep
@@ -226,8 +229,12 @@ var newImageModels = []Model{
 	fluxImage(RunnerFlux1Schnell, "FLUX.1-schnell", "black-forest-labs/FLUX.1-schnell", "flux1-schnell",
 		ImagePolicy{MinSteps: fluxMinSteps, Unused: append([]Field{{Name: "guidance_scale",
 			Why: "schnell is guidance-distilled and takes no guidance", Default: "none"}}, noCFG...)}),
-	ditImage(RunnerMotifImage6B, "Motif-Image-6B-Preview", "Motif-Technologies/Motif-Image-6B-Preview", "TTMotifImage6BPreviewRunner",
-		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, motifTraceRegion),
+	func() Model {
+		m := ditImage(RunnerMotifImage6B, "Motif-Image-6B-Preview", "Motif-Technologies/Motif-Image-6B-Preview", "TTMotifImage6BPreviewRunner",
+			ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, motifTraceRegion)
+		m.Presets = headTimeouts(ditPresets, map[string]int{DeviceT3K: 2000, DeviceGalaxy: 2000})
+		return m
+	}(),
 	ditImage(RunnerQwenImage, "Qwen-Image", "Qwen/Qwen-Image", "TTQwenImageRunner",
 		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, qwenTraceRegion),
 	// runner_fabric builds TTQwenImageRunner for the 2512 weights too.
@@ -242,7 +249,7 @@ var newImageModels = []Model{
 		ModelNames: []ModelName{{"SDXL-512", "hotshotco/SDXL-512"}},
 		Image: ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance, Size: xlaSDXLSize,
 			Unused: xlaSDXLUnused, PythonUnused: fieldNames(xlaSDXLUnused)},
-		Presets: map[string]Preset{DeviceN150: {one, false, deviceIDs1, 1}},
+		Presets: map[string]Preset{DeviceN150: {one, false, deviceIDs1, 1, 3000 * time.Second}},
 		Device:  sdxlDevice, Sim: imageSim,
 		PythonClass: "tt_model_runners.forge_runners.sdxl_forge_runner.SDXLForgeRunner"},
 	// Z-Image-Turbo: HEAD skips the step floor (the schema's 4 stays) and its runner reads only

@@ -1,6 +1,9 @@
 package catalogue
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // MODEL_RUNNER names of HEAD's video runners (MODEL_SERVICE=video).
 const (
@@ -32,8 +35,13 @@ const dit = "tt_model_runners.dit_runners."
 
 var videoModels = []Model{
 	// Mochi: MochiPipelineConfig's 168 frames at 480x848 (HEAD dit_runners.py), 16 fps.
-	withPresets(videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
-		"genmo/mochi-1-preview", DeviceT3K, DeviceGalaxy),
+	// HEAD's Mochi Galaxy cell sets no request_processing_timeout_seconds (its T3K one does).
+	func() Model {
+		m := withPresets(videoModel(RunnerMochi1, "mochi-1-preview", "TTMochi1Runner", &VideoSpec{FPS: 16, Frames: 168, Width: 848, Height: 480}),
+			"genmo/mochi-1-preview", DeviceT3K, DeviceGalaxy)
+		m.Presets = headTimeouts(m.Presets, map[string]int{DeviceGalaxy: 0})
+		return m
+	}(),
 	func() Model {
 		m := withPresets(videoModel(RunnerWan22, "Wan2.2-T2V-A14B-Diffusers", "TTWan22Runner", wanSpec(false, 0)),
 			wanT2V, DeviceN150, DeviceT3K, DeviceGalaxy)
@@ -54,8 +62,12 @@ var videoModels = []Model{
 	// LTX-2.3 distilled: 145 frames of 1920x1088 at 24 fps (HEAD's LTX_* constants).
 	// Both text-to-audio-video runners return a soundtrack beside the frames (HEAD's
 	// VideoAudioResult), muxed as AAC.
-	withPresets(videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088,
-		Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}), "Lightricks/LTX-2.3:ltx-2.3-22b-distilled-1.1.safetensors", DeviceGalaxy),
+	func() Model {
+		m := withPresets(videoModel(RunnerLTX23Distilled, "LTX-2.3-distilled", "TTLTX23DistilledRunner", &VideoSpec{FPS: 24, Frames: 145, Width: 1920, Height: 1088,
+			Audio: &AudioTrack{SampleRate: 48000, Channels: 2}}), "Lightricks/LTX-2.3:ltx-2.3-22b-distilled-1.1.safetensors", DeviceGalaxy)
+		m.Presets = headTimeouts(m.Presets, map[string]int{DeviceGalaxy: 7200}) // HEAD's LTX cell: 2 h
+		return m
+	}(),
 	// MiniMax-H3 t2va: 768P at six aspect ratios, 4-15 s, 24 fps, always 50 steps
 	// (HEAD's tt_model_runners/minimax_h3_policy.py).
 	withPresets(videoModel(RunnerMiniMaxH3T2VA, "MiniMax-H3", "TTMiniMaxH3Runner", &VideoSpec{FPS: 24, ShortSide: 768, ForcedSteps: 50,
@@ -72,13 +84,16 @@ const (
 )
 
 // videoPresets are HEAD's ModelConfigs cells of its video runners on the devices this server
-// knows: the whole mesh as one worker (one device-id group), batch 1. (HEAD's Blackhole Galaxy
+// knows: the whole mesh as one worker (one device-id group), batch 1, and HEAD's
+// request_processing_timeout_seconds of 5000 s (Mochi's Galaxy cell and LTX's differ). (HEAD's Blackhole Galaxy
 // and P150/P300 cells, e.g. the only ones of AniSora, Distill, LoRA and Lightning, are not DEVICE
 // values here: those take DEVICE_IDS and DEVICE_MESH_SHAPE by hand.)
+const videoTimeout = 5000 * time.Second
+
 var videoPresets = map[string]Preset{
-	DeviceN150:   {one, false, deviceIDs1, 1},
-	DeviceT3K:    {[2]int{2, 4}, false, deviceIDs4Group, 1},
-	DeviceGalaxy: {[2]int{4, 8}, false, deviceIDs32Group, 1},
+	DeviceN150:   {one, false, deviceIDs1, 1, videoTimeout},
+	DeviceT3K:    {[2]int{2, 4}, false, deviceIDs4Group, 1, videoTimeout},
+	DeviceGalaxy: {[2]int{4, 8}, false, deviceIDs32Group, 1, videoTimeout},
 }
 
 // withPresets gives a video model its MODEL name (its canonical name, as HEAD's ModelNames),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -69,6 +70,70 @@ func TestMadeUpModelServedEndToEnd(t *testing.T) {
 	require.Len(t, out["labels"], 2, "top_k=2 labels: %v", out)
 }
 
+// A MODEL x DEVICE cell's request_processing_timeout_seconds is the request's deadline, as at
+// HEAD (BaseService.process waits that long for the worker's result): on a device slower than
+// the cell allows, the request ends when the cell's time is up, not at the device's pace nor
+// at DEFAULT_INFERENCE_TIMEOUT_SECONDS. HEAD then answers 500 {"detail": ""} (str() of
+// asyncio's TimeoutError); this server answers 504 naming the deadline (README, differences).
+// A deadline set in the environment wins over the cell's, as HEAD lets the environment win.
+func TestPresetRequestTimeoutIsTheDeadline(t *testing.T) {
+	const cell = 300 * time.Millisecond
+	tests := []struct {
+		name   string
+		env    map[string]string
+		status int
+		detail string
+	}{
+		{"the cell's deadline", nil, http.StatusGatewayTimeout, "Inference timed out: inference timed out after 300ms"},
+		{"REQUEST_PROCESSING_TIMEOUT_SECONDS wins", map[string]string{"REQUEST_PROCESSING_TIMEOUT_SECONDS": "0.2"},
+			http.StatusGatewayTimeout, "Inference timed out: inference timed out after 200ms"},
+		{"DEFAULT_INFERENCE_TIMEOUT_SECONDS wins", map[string]string{"DEFAULT_INFERENCE_TIMEOUT_SECONDS": "0.25"},
+			http.StatusGatewayTimeout, "Inference timed out: inference timed out after 250ms"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := families.NewRegistry()
+			resnetModel, _ := catalogue.Lookup(catalogue.RunnerResNet)
+			m := resnetModel
+			m.Name, m.Canonical, m.Default = madeUp, "made-up-classifier-1", false
+			m.ModelNames = []catalogue.ModelName{{Name: "made-up-classifier-1"}}
+			m.Presets = map[string]catalogue.Preset{catalogue.DeviceN150: {Mesh: [2]int{1, 1}, DeviceIDs: "(0)", RequestTimeout: cell}}
+			t.Cleanup(catalogue.Add(m))
+			sim := resnet.SimFactory(madeUp)
+			f := func(spec runners.WorkerSpec) (runners.Runner, error) {
+				r, err := sim(spec)
+				return slowDevice{r}, err
+			}
+			reg.Register(madeUp, f, f)
+			env := map[string]string{"MODEL": "made-up-classifier-1", "DEVICE": "n150"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			do := serve(t, reg, env)
+			var pic bytes.Buffer
+			require.NoError(t, png.Encode(&pic, image.NewRGBA(image.Rect(0, 0, 8, 8))))
+			body, err := json.Marshal(map[string]any{"prompt": base64.StdEncoding.EncodeToString(pic.Bytes())})
+			require.NoError(t, err)
+			status, answer := do(http.MethodPost, "/cnn/search-image", body)
+			require.Equal(t, tc.status, status, "answer: %v", answer)
+			require.Equal(t, map[string]any{"detail": tc.detail}, answer)
+		})
+	}
+}
+
+// slowDevice is a device slower than any deadline: it warms up as the simulator does, then
+// finishes no task before the task's context ends (its deadline, or the client leaving).
+type slowDevice struct{ runners.Runner }
+
+func (d slowDevice) Run(_ context.Context, tasks []runners.Task) []runners.Outcome {
+	out := make([]runners.Outcome, len(tasks))
+	for i, task := range tasks {
+		<-task.Ctx.Done()
+		out[i].Err = fmt.Errorf("the device was still running: %w", context.Cause(task.Ctx))
+	}
+	return out
+}
+
 // serve runs the server in process (mock-device mode) as cmd/tt-media-server wires it, on reg
 // and the settings env gives, and returns a client of it.
 func serve(t *testing.T, reg *runners.Registry, env map[string]string) func(method, path string, body []byte) (int, map[string]any) {
@@ -82,7 +147,7 @@ func serve(t *testing.T, reg *runners.Registry, env map[string]string) func(meth
 	service, err := reg.Service(settings.ModelRunner)
 	require.NoError(t, err)
 	sched := scheduler.New(scheduler.Config{Groups: settings.DeviceGroups, QueueSize: 4, MaxBatchSize: 1,
-		Timeout: time.Minute, CheckInterval: time.Hour},
+		Timeout: settings.InferenceTimeout, CheckInterval: time.Hour},
 		func(g config.DeviceGroup) (runners.Runner, error) {
 			return reg.New(settings.ModelRunner, runners.WorkerSpec{WorkerID: g.ID, Devices: g.Devices, Mesh: settings.DeviceMeshShape, Settings: settings})
 		})
