@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/diffusionpipeline"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
-	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -26,23 +23,9 @@ var errNoT5 = errors.New("diffusion runner: no T5 tokenizer (tokenizer_2/)")
 type FluxConfig struct {
 	// Variant is FLUX.1-dev or FLUX.1-schnell.
 	Variant diffusionpipeline.FluxVariant
-	// WeightsDir is the model directory in Hugging Face layout: tokenizer/ (CLIP) and
-	// tokenizer_2/ (T5, required: Flux has no embeddings without it).
-	WeightsDir string
-	// Backend is the ttnn backend ("sim" or "metal"; "" = "sim").
-	Backend string
-	// Device are the device open options (the catalogue's, simdev.Options).
-	Device ttnn.Options
-	// Parent, when not nil, is the server's parent mesh: the runner opens the submesh of
-	// Devices on it.
-	Parent  *ttnn.Device
-	Devices []int
-	// Programs is the simulator's program set; nil means the full-size FluxPrograms().
-	Programs fs.FS
-	// DefaultSteps is used for requests without num_inference_steps (0 = 20).
-	DefaultSteps int
-	// Logger may be nil.
-	Logger *slog.Logger
+	// Setup is the weights (tokenizer/ and tokenizer_2/), device and programs (the
+	// simulator's; nil is the full-size FluxPrograms()).
+	Setup
 }
 
 // FluxRunner is the Flux.1 runner on one device group: diffusionpipeline.FluxPipeline over the
@@ -78,13 +61,7 @@ func NewFlux(cfg FluxConfig) (*FluxRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: tokenizer_2: %w", cfg.Variant.Config().Name, err)
 	}
-	if cfg.DefaultSteps <= 0 {
-		cfg.DefaultSteps = defaultSteps
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cfg.withDefaults()
 	return &FluxRunner{cfg: cfg, tok: tokenizers{clip: c, t5: t5}, log: log}, nil
 }
 
@@ -106,16 +83,8 @@ func (r *FluxRunner) Warmup(ctx context.Context) (err error) {
 			err = fmt.Errorf("%s warm-up: %w", name, err)
 		}
 	}()
-	if err := ttnn.Init(r.cfg.Backend); err != nil {
-		return fmt.Errorf("device backend: %w", err)
-	}
-	opts := r.cfg.Device
-	if r.cfg.Parent != nil && opts.DeviceIDs == nil {
-		opts.DeviceIDs = r.cfg.Devices
-	}
-	if r.dev, err = simdev.OpenDevice(ctx, r.cfg.Parent, opts); err != nil {
-		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d): %w",
-			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, simdev.DeviceErr(err))
+	if r.dev, _, err = r.cfg.openDevice(ctx); err != nil {
+		return err
 	}
 	if r.cfg.Backend == config.BackendMetal {
 		r.fd, err = diffusionpipeline.NewMetalFluxDevice(ctx, r.dev, r.cfg.WeightsDir, r.cfg.Variant)
@@ -216,43 +185,10 @@ func (r *FluxRunner) generate(ctx context.Context, t runners.Task) (image.Image,
 	if err != nil {
 		return nil, err
 	}
-	parent := t.Ctx
-	if parent == nil {
-		parent = context.Background()
-	}
-	tctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	defer stop()
-	if ctx.Err() != nil {
-		cancel(context.Cause(ctx))
-	}
+	tctx, done := taskContext(ctx, t)
+	defer done()
 	s := r.fd.Spec()
-	var at []int
-	sent := 0
-	hooks := diffusionpipeline.Hooks{Step: func(step, total int, denoised func() []float32) error {
-		if t.Progress != nil {
-			t.Progress(step, total)
-		}
-		if step == 1 && t.Emit != nil {
-			at = preview.Steps(total, req.PartialImages)
-		}
-		if sent >= len(at) || at[sent] != step {
-			return nil
-		}
-		img, err := preview.Render(denoised(), s.LatentChannels, s.LatentHeight, s.LatentWidth, previewScale)
-		if err != nil {
-			return fmt.Errorf("preview: %w", err)
-		}
-		if err := t.Emit(&runners.ImagePartial{Index: sent, Step: step, Steps: total, Image: img}); err != nil {
-			if cerr := tctx.Err(); cerr != nil {
-				return fmt.Errorf("partial image %d after step %d: %w", sent, step, errors.Join(err, cerr))
-			}
-			at = nil // the stream cannot carry previews: finish the image without them
-		}
-		sent++
-		return nil
-	}}
+	hooks := stepHooks(tctx, t, req.PartialImages, [3]int{s.LatentChannels, s.LatentHeight, s.LatentWidth}, "")
 	return r.flux.Generate(tctx, fr, hooks)
 }
 

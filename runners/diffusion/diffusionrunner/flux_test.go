@@ -32,8 +32,8 @@ func fluxWeights(t *testing.T) string {
 
 func warmFlux(t *testing.T, v diffusionpipeline.FluxVariant) *FluxRunner {
 	t.Helper()
-	r, err := NewFlux(FluxConfig{Variant: v, WeightsDir: fluxWeights(t), Backend: "sim", Programs: os.DirFS("../diffusionpipeline/testdata/smallflux"),
-		Device: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true}})
+	r, err := NewFlux(FluxConfig{Variant: v, Setup: Setup{WeightsDir: fluxWeights(t), Backend: "sim", Programs: os.DirFS("../diffusionpipeline/testdata/smallflux"),
+		Device: ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}, L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, ProgramCache: true}}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, r.Close())
@@ -99,7 +99,7 @@ func TestFluxRunner(t *testing.T) {
 }
 
 func TestFluxRunnerNeedsT5(t *testing.T) {
-	_, err := NewFlux(FluxConfig{Variant: diffusionpipeline.FluxDev, WeightsDir: writeTinyWeights(t)})
+	_, err := NewFlux(FluxConfig{Variant: diffusionpipeline.FluxDev, Setup: Setup{WeightsDir: writeTinyWeights(t)}})
 	require.ErrorContains(t, err, "tokenizer_2")
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/diffusionpipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
-	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 // FluxFactory is the registry factory of the Flux.1 runner catalogued as name (tt-flux.1-dev
@@ -63,10 +62,5 @@ func FluxFactory(name string, v diffusionpipeline.FluxVariant, fallback runners.
 
 // fluxConfigFor is the FluxRunner configuration of one worker on the simulator.
 func fluxConfigFor(entry runners.Model, v diffusionpipeline.FluxVariant, spec runners.WorkerSpec) FluxConfig {
-	s := spec.Settings
-	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := FluxConfig{Variant: v, WeightsDir: s.ModelWeightsPath, Backend: config.BackendSim, DefaultSteps: s.NumInferenceSteps,
-		Device: simdev.Options(entry, s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
-	c.Device.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), entry.Sim.PipelineUnit())
-	return c
+	return FluxConfig{Variant: v, Setup: setupFor(entry, spec)}
 }

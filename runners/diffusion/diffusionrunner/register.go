@@ -15,7 +15,6 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/diffusionpipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/simimage"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
-	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 // Register adds tt-sdxl-trace and tt-sd3.5 to reg: a worker gets the real pipeline when
@@ -119,10 +118,5 @@ func (r *Runner) backend() string {
 // configFor is the runner configuration of one worker.
 func configFor(m Model, spec runners.WorkerSpec) Config {
 	s := spec.Settings
-	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
-	c := Config{Model: m, WeightsDir: s.ModelWeightsPath, Backend: "sim", DefaultSteps: s.NumInferenceSteps, LoRARoot: s.LoRARoot, LoRAMaxFileBytes: s.LoRAMaxFileBytes,
-		Device: simdev.Options(m.catalogued(), s, mesh), Devices: spec.Devices, Parent: spec.Parent, Logger: slog.Default()}
-	// The simulator's time follows MOCK_STEP_SECONDS per denoising step, as the simulated runner's.
-	c.Device.SimLatencyScale = ttnn.SimScale(runners.MockLatency(m.catalogued(), s).Seconds(), m.catalogued().Sim.PipelineUnit())
-	return c
+	return Config{Model: m, Setup: setupFor(m.catalogued(), spec), LoRARoot: s.LoRARoot, LoRAMaxFileBytes: s.LoRAMaxFileBytes}
 }

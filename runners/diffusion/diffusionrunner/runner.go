@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"io/fs"
 	"log/slog"
 	"sync"
 
@@ -28,7 +27,6 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/diffusionpipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/lora"
-	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/preview"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -111,28 +109,13 @@ const (
 // Config configures one runner.
 type Config struct {
 	Model Model
-	// WeightsDir is the model directory in Hugging Face layout (tokenizer/, tokenizer_3/).
-	WeightsDir string
-	// Backend is the ttnn backend ("sim" or "metal"; "" = "sim").
-	Backend string
-	// Device are the device open options; DeviceOptions gives the Python runner's.
-	Device ttnn.Options
-	// Parent, when not nil, is the server's parent mesh (in process): the runner opens the
-	// submesh of Devices. nil opens a device of its own.
-	Parent *ttnn.Device
-	// Devices are the group's chips: under a parent mesh (Parent, in
-	// process) the runner opens the submesh of these chips.
-	Devices []int
-	// Programs is the device program set; nil means the pipeline's full-size set.
-	Programs fs.FS
-	// DefaultSteps is used for requests without num_inference_steps (0 = 20).
-	DefaultSteps int
+	// Setup is the weights, device and programs (Device: DeviceOptions gives the Python
+	// runner's).
+	Setup
 	// LoRARoot is LORA_ROOT: the directory LoRA adapters are read from ("" = LoRA off).
 	LoRARoot string
 	// LoRAMaxFileBytes is LORA_MAX_FILE_BYTES (0: lora.DefaultMaxFileBytes).
 	LoRAMaxFileBytes int64
-	// Logger may be nil.
-	Logger *slog.Logger
 }
 
 // DeviceOptions returns the Python runner's device options for model on mesh (the
@@ -166,13 +149,7 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.DefaultSteps <= 0 {
-		cfg.DefaultSteps = defaultSteps
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cfg.withDefaults()
 	if cfg.Model == SD35 && tok.t5 == nil {
 		log.Warn("SD3.5 without a T5 tokenizer: T5 embeddings are zeros", "weights", cfg.WeightsDir)
 	}
@@ -196,16 +173,9 @@ func (r *Runner) Warmup(ctx context.Context) (err error) {
 			err = fmt.Errorf("%s warm-up: %w", r.cfg.Model, err)
 		}
 	}()
-	if err := ttnn.Init(r.cfg.Backend); err != nil {
-		return fmt.Errorf("device backend: %w", err)
-	}
-	opts := r.cfg.Device
-	if r.cfg.Parent != nil && opts.DeviceIDs == nil {
-		opts.DeviceIDs = r.cfg.Devices
-	}
-	if r.dev, err = simdev.OpenDevice(ctx, r.cfg.Parent, opts); err != nil {
-		return fmt.Errorf("open device (mesh %v, l1_small_size %d, trace_region_size %d): %w",
-			opts.Mesh, opts.L1SmallSize, opts.TraceRegionSize, simdev.DeviceErr(err))
+	var opts ttnn.Options
+	if r.dev, opts, err = r.cfg.openDevice(ctx); err != nil {
+		return err
 	}
 	// On a multi-chip mesh the two guidance halves run on two submeshes at once — on metal
 	// only when the halves have the mesh the programs are declared for (SD3.5's programs are
@@ -344,19 +314,8 @@ func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome
 	if err != nil || req == nil {
 		return runners.Outcome{Err: fmt.Errorf("%s: request is %T, not *runners.ImageRequest", r.cfg.Model, t.Request)}
 	}
-	parent := t.Ctx
-	if parent == nil {
-		parent = context.Background()
-	}
-	tctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	defer stop()
-	if ctx.Err() != nil {
-		// AfterFunc calls its function in a goroutine of its own, perhaps only after the
-		// whole image is made: a batch context that has already ended ends the task now.
-		cancel(context.Cause(ctx))
-	}
+	tctx, done := taskContext(ctx, t)
+	defer done()
 	img, err := r.generate(tctx, t, req)
 	if err != nil {
 		return runners.Outcome{Err: err}
@@ -366,31 +325,7 @@ func (r *Runner) runTask(ctx context.Context, t runners.Task) (o runners.Outcome
 
 // generate runs one request on the pipeline with progress and previews.
 func (r *Runner) generate(ctx context.Context, t runners.Task, req *runners.ImageRequest) (_ image.Image, err error) {
-	var at []int // steps after which a preview is due
-	sent := 0
-	hooks := diffusionpipeline.Hooks{Step: func(step, total int, denoised func() []float32) error {
-		if t.Progress != nil {
-			t.Progress(step, total)
-		}
-		if step == 1 && t.Emit != nil {
-			at = preview.Steps(total, req.PartialImages)
-		}
-		if sent >= len(at) || at[sent] != step {
-			return nil
-		}
-		img, err := preview.Render(denoised(), r.spec[0], r.spec[1], r.spec[2], previewScale)
-		if err != nil {
-			return fmt.Errorf("%s: preview: %w", r.cfg.Model, err)
-		}
-		if err := t.Emit(&runners.ImagePartial{Index: sent, Step: step, Steps: total, Image: img}); err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return fmt.Errorf("%s: partial image %d after step %d: %w", r.cfg.Model, sent, step, errors.Join(err, cerr))
-			}
-			at = nil // the stream cannot carry previews: finish the image without them
-		}
-		sent++
-		return nil
-	}}
+	hooks := stepHooks(ctx, t, req.PartialImages, r.spec, r.cfg.Model.String()+": ")
 	steps := req.NumInferenceSteps
 	if steps <= 0 {
 		steps = r.cfg.DefaultSteps

@@ -117,8 +117,8 @@ func testConfig(t *testing.T, m Model, weights string) Config {
 	if m == SD35 {
 		dir = "../diffusionpipeline/testdata/small35"
 	}
-	return Config{Model: m, WeightsDir: weights, Backend: "sim", Programs: os.DirFS(dir),
-		Device: DeviceOptions(m, ttnn.MeshShape{Rows: 1, Cols: 1}, 0)}
+	return Config{Model: m, Setup: Setup{WeightsDir: weights, Backend: "sim", Programs: os.DirFS(dir),
+		Device: DeviceOptions(m, ttnn.MeshShape{Rows: 1, Cols: 1}, 0)}}
 }
 
 func warmRunner(t *testing.T, cfg Config) *Runner {
@@ -350,13 +350,13 @@ func TestRunnerWarmupFailureFreesDevice(t *testing.T) {
 }
 
 func TestNoTokenizer(t *testing.T) {
-	_, err := New(Config{Model: SDXL, WeightsDir: t.TempDir()})
+	_, err := New(Config{Model: SDXL, Setup: Setup{WeightsDir: t.TempDir()}})
 	require.ErrorIs(t, err, ErrNoTokenizer)
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tokenizer"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer", "vocab.json"), []byte("{"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer", "merges.txt"), []byte(""), 0o600))
-	_, err = New(Config{Model: SDXL, WeightsDir: dir})
+	_, err = New(Config{Model: SDXL, Setup: Setup{WeightsDir: dir}})
 	require.ErrorIs(t, err, clip.ErrBadVocab, "a broken tokenizer is an error, not a fallback")
 }
 
