@@ -15,6 +15,9 @@ type formSpec struct {
 	maxParts   int      // parts beyond this many are tooMany's error
 	fieldLimit int      // a non-file field's first fieldLimit+1 bytes are read (the caller sees the excess)
 	files      []string // the fields read whole (the route's body limit bounds them)
+	// fileLimit, when > 0, bounds a file too: its first fileLimit+1 bytes are read (the
+	// caller sees the excess).
+	fileLimit int64
 	// repeatable lists the fields that may be sent more than once (array fields such as
 	// include[]); a second part of any other field is duplicate's error.
 	repeatable []string
@@ -23,9 +26,10 @@ type formSpec struct {
 }
 
 // readForm is the one multipart/form-data reader of the upload routes (HEAD's and OpenAI's
-// audio, CNN, OpenAI's images/edits and image-to-image). It reads body part by part and calls
-// each with the part's form name and content: a file field whole, any other field's first
-// fieldLimit+1 bytes (the rest of the part is skipped). A part beyond maxParts is tooMany's
+// audio, CNN, OpenAI's images/edits, image-to-image and videos). It reads body part by part and
+// calls each with the part's form name and content: a file field whole (or its first
+// fileLimit+1 bytes), any other field's first fieldLimit+1 bytes (the rest of the part is
+// skipped). A part beyond maxParts is tooMany's
 // error and a second part of a single-valued field duplicate's (never "the last one wins");
 // a malformed body, or one over the body limit, is multipartErr's. each's own error stops the
 // reading and is returned.
@@ -49,9 +53,12 @@ func readForm(body io.Reader, boundary string, spec formSpec, each func(name str
 		}
 		seen = append(seen, name)
 		var value []byte
-		if slices.Contains(spec.files, name) {
+		switch {
+		case slices.Contains(spec.files, name) && spec.fileLimit > 0:
+			value, err = io.ReadAll(io.LimitReader(p, spec.fileLimit+1))
+		case slices.Contains(spec.files, name):
 			value, err = io.ReadAll(p)
-		} else {
+		default:
 			value, err = io.ReadAll(io.LimitReader(p, int64(spec.fieldLimit)+1))
 		}
 		if err != nil {

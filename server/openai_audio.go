@@ -1,18 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-playground/validator/v10"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
@@ -26,147 +25,93 @@ const (
 	maxOpenAIFieldBytes = 16 << 10
 )
 
-var openAIAudioFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
+// openAITranslationParams is OpenAI's translation form (file, model, prompt, response_format,
+// temperature, and language, which is not in OpenAI's translation schema: it is honoured as
+// Whisper does, the source language's token before the translate task; none: detected) and
+// our extension is_preprocessing_enabled, declared (decodeOpenAIForm). A transcription-only
+// field sent here is a 400 naming it (refusePart), never accepted and ignored.
+type openAITranslationParams struct {
+	_        struct{} `msg.unknown:"unknown parameter %q (accepted: file, model, language, prompt, response_format, temperature, timestamp_granularities[], stream, include[], chunking_strategy, is_preprocessing_enabled)"`
+	File     []byte   `json:"file" form:",file" validate:"required" msg:"you must provide a file parameter (multipart field \"file\")"`
+	Model    *string  `json:"model" form:",trim" validate:"required,nonblank" msg:"you must provide a model parameter"`
+	Language string   `json:"language" form:",trim" validate:"omitempty,whisperlanguage" msg:"language %q is not supported; use an ISO-639-1 code such as \"en\""`
+	Prompt   string   `json:"prompt"`
+	// ResponseFormat holds the default (json) until the form says otherwise.
+	ResponseFormat         string   `json:"response_format" form:",trim" validate:"oneof=json text srt verbose_json vtt" msg:"response_format %q is not supported; accepted: json, text, srt, verbose_json, vtt"`
+	Temperature            *float64 `json:"temperature" validate:"omitnil,min=0,max=1" msg:"temperature must be a number between 0 and 1, got %q"`
+	IsPreprocessingEnabled *bool    `json:"is_preprocessing_enabled" msg.type:"is_preprocessing_enabled must be true or false, got %q"`
+}
 
-// parseOpenAIAudio reads the multipart form the OpenAI SDKs send: file, model, language,
-// prompt, response_format, temperature, timestamp_granularities[] (also repeated
-// timestamp_granularities), stream ("true"/"false"), include[] and chunking_strategy ("auto",
-// or chunking_strategy[type]=server_vad with its numbers). Translations take only file,
-// model, prompt, response_format, temperature and language; a transcription-only field sent
-// there is a 400 naming it (never accepted and ignored). language is not in OpenAI's translation
-// schema: it is honoured as Whisper does, the source language's token before the translate task
-// (none: detected). An unknown field is a 400 naming it too; is_preprocessing_enabled is our
-// extension.
+// refusePart names the transcription-only fields sent to /v1/audio/translations.
+func (openAITranslationParams) refusePart(name string) error {
+	if declares(reflect.TypeFor[openAITranscriptionParams](), name) {
+		return invalidParam(name, "%s is a parameter of /v1/audio/transcriptions only; /v1/audio/translations takes file, model, prompt, response_format, temperature and language", name)
+	}
+	return nil
+}
+
+// openAITranscriptionParams is OpenAI's transcription form, declared: the translation's fields
+// and timestamp_granularities[] (also repeated timestamp_granularities; "word" needs
+// verbose_json: transcriptionRules), stream (json or text only), include[] (refused: no token
+// log-probabilities from the runner), chunking_strategy ("auto", or
+// chunking_strategy[type]=server_vad; its server_vad numbers are refused, as the VAD has its
+// own, and it needs is_preprocessing_enabled left true).
+type openAITranscriptionParams struct {
+	openAITranslationParams
+	TimestampGranularities []string          `json:"timestamp_granularities" form:"timestamp_granularities[] timestamp_granularities,trim" validate:"dive,oneof=word segment" msg:"timestamp_granularities entries must be \"word\" or \"segment\", got %q" msg.wordsverbose:"timestamp_granularities[]=word requires response_format=verbose_json"`
+	Include                []string          `json:"include" form:"include[] include,trim" validate:"max=0" msg:"include %q is not available: this model reports no token log-probabilities"`
+	ChunkingStrategy       *string           `json:"chunking_strategy" form:"chunking_strategy chunking_strategy[type],trim" validate:"omitnil,oneof=auto server_vad,excluded_if=IsPreprocessingEnabled false" msg:"chunking_strategy must be \"auto\" or {\"type\": \"server_vad\"}, got %q" msg.excluded_if:"chunking_strategy needs VAD pre-processing, but is_preprocessing_enabled=false was sent"`
+	ChunkingOptions        map[string]string `json:"chunking_strategy[*]" form:",trim" validate:"isdefault" msg:"chunking_strategy[%s] is not supported: the server's VAD pre-processing uses its own thresholds; send chunking_strategy \"auto\" or {\"type\": \"server_vad\"} alone"`
+	Stream                 bool              `json:"stream" validate:"excluded_if=ResponseFormat srt,excluded_if=ResponseFormat verbose_json,excluded_if=ResponseFormat vtt" msg.type:"stream must be true or false, got %q" msg.excluded_if:"stream=true needs response_format json or text, got %q"`
+}
+
+// transcriptionRules are the transcription form's rules across fields that validator's own
+// tags cannot state: word timestamps need response_format=verbose_json.
+func transcriptionRules(sl validator.StructLevel) {
+	p, ok := sl.Current().Interface().(openAITranscriptionParams)
+	if ok && slices.Contains(p.TimestampGranularities, "word") && p.ResponseFormat != "verbose_json" {
+		sl.ReportError(p.TimestampGranularities, "timestamp_granularities", "TimestampGranularities", "wordsverbose", "")
+	}
+}
+
+// parseOpenAIAudio reads the multipart form the OpenAI SDKs send (openAITranscriptionParams,
+// or openAITranslationParams for task translate) into the route's transcription.
 //
 // language, prompt, temperature and the task go to the runner in runners.AudioRequest (the
 // mock runner ignores them; the Whisper runner decodes with them). chunking_strategy turns
 // VAD pre-processing (and with it fan-out, see audio_fanout.go) on, like
-// is_preprocessing_enabled=true, which is already the default; its server_vad numbers
-// (prefix_padding_ms, silence_duration_ms, threshold) are a 400, as the VAD has its own, and
-// sending it with is_preprocessing_enabled=false is a 400.
-// Refused: include[]=logprobs (no token log-probabilities from the runner) and diarized_json.
+// is_preprocessing_enabled=true, which is already the default.
 func parseOpenAIAudio(in *request, ctHeader, task string, models *modelTable) (*transcription, error) {
-	if in.contentType != "multipart/form-data" {
-		// 400 as OpenAI answers it (the SDKs raise BadRequestError; a 415 is a bare APIError).
-		return nil, &apiError{status: http.StatusBadRequest,
-			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", ctHeader)}
+	var p openAITranscriptionParams
+	p.ResponseFormat = "json"
+	dst := any(&p)
+	if task == taskTranslate {
+		dst = &p.openAITranslationParams
 	}
-	if in.boundary == "" {
-		return nil, invalidParam("", "multipart/form-data without a boundary")
-	}
-	req := &transcription{dialect: dialectOpenAI, task: task, responseFormat: "json", preprocessing: true}
-	var (
-		gotFile, gotModel, gotGranularities bool
-		gotPreprocessing                    bool
-		granularities, include              []string
-		chunking                            = map[string]string{}
-	)
-	form := openAIFormSpec([]string{"file"}, []string{"timestamp_granularities[]", "timestamp_granularities", "include[]", "include"})
-	err := readForm(bytes.NewReader(in.data), in.boundary, form, func(name string, raw []byte) error {
-		if name == "file" {
-			req.file, gotFile = raw, true
-			return nil
-		}
-		if len(raw) > maxOpenAIFieldBytes {
-			return invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
-		}
-		v := string(raw)
-		if task == taskTranslate && transcriptionOnly(name) {
-			return invalidParam(name, "%s is a parameter of /v1/audio/transcriptions only; /v1/audio/translations takes file, model, prompt, response_format, temperature and language", name)
-		}
-		switch {
-		case name == "model":
-			req.model, gotModel = strings.TrimSpace(v), true
-		case name == "language":
-			req.language = strings.TrimSpace(v)
-		case name == "prompt":
-			req.prompt = v
-		case name == "response_format":
-			req.responseFormat = strings.TrimSpace(v)
-		case name == "temperature":
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
-				return invalidParam("temperature", "temperature must be a number between 0 and 1, got %q", v)
-			}
-			req.temperature = f
-		case name == "timestamp_granularities[]" || name == "timestamp_granularities":
-			gotGranularities = true
-			granularities = append(granularities, strings.TrimSpace(v))
-		case name == "include[]" || name == "include":
-			include = append(include, strings.TrimSpace(v))
-		case name == "stream" || name == "is_preprocessing_enabled":
-			b, ok := parseLaxBool(v)
-			if !ok {
-				return invalidParam(name, "%s must be true or false, got %q", name, v)
-			}
-			if name == "stream" {
-				req.stream = b
-			} else {
-				req.preprocessing, gotPreprocessing = b, true
-			}
-		case name == "chunking_strategy":
-			chunking["type"] = strings.TrimSpace(v)
-		case strings.HasPrefix(name, "chunking_strategy[") && strings.HasSuffix(name, "]"):
-			chunking[name[len("chunking_strategy["):len(name)-1]] = strings.TrimSpace(v)
-		default:
-			return invalidParam(name, "unknown parameter %q (accepted: file, model, language, prompt, response_format, temperature, timestamp_granularities[], stream, include[], chunking_strategy, is_preprocessing_enabled)", name)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := decodeOpenAIForm(in, ctHeader, openAIFormLimits, dst); err != nil {
 		return nil, err
 	}
-	if !gotFile {
-		return nil, invalidParam("file", "you must provide a file parameter (multipart field \"file\")")
-	}
-	if !gotModel || req.model == "" {
-		return nil, invalidParam("model", "you must provide a model parameter")
-	}
-	if err := models.resolve(req.model); err != nil {
+	if err := models.resolve(*p.Model); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(openAIAudioFormats, req.responseFormat) {
-		return nil, invalidParam("response_format", "response_format %q is not supported; accepted: %s",
-			req.responseFormat, strings.Join(openAIAudioFormats, ", "))
+	req := &transcription{dialect: dialectOpenAI, task: task, file: p.File, model: *p.Model, prompt: p.Prompt,
+		responseFormat: p.ResponseFormat, stream: p.Stream, preprocessing: true}
+	if p.Language != "" {
+		req.language, _ = whisper.NormalizeLanguage(p.Language) // validated: whisperlanguage
 	}
-	if req.language != "" {
-		code, err := whisper.NormalizeLanguage(req.language)
-		if err != nil {
-			return nil, invalidParam("language", "language %q is not supported; use an ISO-639-1 code such as \"en\"", req.language)
-		}
-		req.language = code
+	if p.Temperature != nil {
+		req.temperature = *p.Temperature
 	}
-	for _, g := range granularities {
-		if g != "word" && g != "segment" {
-			return nil, invalidParam("timestamp_granularities", "timestamp_granularities entries must be \"word\" or \"segment\", got %q", g)
-		}
+	req.words = slices.Contains(p.TimestampGranularities, "word")
+	req.segments = len(p.TimestampGranularities) == 0 || slices.Contains(p.TimestampGranularities, "segment")
+	if p.IsPreprocessingEnabled != nil {
+		req.preprocessing = *p.IsPreprocessingEnabled
 	}
-	req.words = slices.Contains(granularities, "word")
-	req.segments = !gotGranularities || len(granularities) == 0 || slices.Contains(granularities, "segment")
-	if req.words && req.responseFormat != "verbose_json" {
-		return nil, invalidParam("timestamp_granularities", "timestamp_granularities[]=word requires response_format=verbose_json")
-	}
-	if len(include) > 0 {
-		return nil, invalidParam("include", "include %q is not available: this model reports no token log-probabilities", include[0])
-	}
-	for k := range chunking {
-		if k != "type" {
-			return nil, invalidParam("chunking_strategy", "chunking_strategy[%s] is not supported: the server's VAD pre-processing uses its own thresholds; send chunking_strategy \"auto\" or {\"type\": \"server_vad\"} alone", k)
-		}
-	}
-	if t, ok := chunking["type"]; ok {
-		if t != "auto" && t != "server_vad" {
-			return nil, invalidParam("chunking_strategy", "chunking_strategy must be \"auto\" or {\"type\": \"server_vad\"}, got %q", t)
-		}
-		if gotPreprocessing && !req.preprocessing {
-			return nil, invalidParam("chunking_strategy", "chunking_strategy needs VAD pre-processing, but is_preprocessing_enabled=false was sent")
-		}
+	switch {
+	case p.ChunkingStrategy != nil:
 		req.preprocessing, req.askedPreprocessing = true, "chunking_strategy"
-	} else if gotPreprocessing && req.preprocessing {
+	case p.IsPreprocessingEnabled != nil && req.preprocessing:
 		req.askedPreprocessing = "is_preprocessing_enabled"
-	}
-	if req.stream && req.responseFormat != "json" && req.responseFormat != "text" {
-		return nil, invalidParam("stream", "stream=true needs response_format json or text, got %q", req.responseFormat)
 	}
 	return req, nil
 }
@@ -272,14 +217,4 @@ func (s *Server) streamOpenAI(c *gin.Context, req *runners.AudioRequest) bool {
 		return false
 	}
 	return event(sseDone{Type: "transcript.text.done", Text: res.Text, Usage: usageOf(res.Duration)})
-}
-
-// transcriptionOnly says whether a multipart field belongs to OpenAI's transcription schema but
-// not to its translation schema.
-func transcriptionOnly(name string) bool {
-	switch name {
-	case "timestamp_granularities[]", "timestamp_granularities", "include[]", "include", "stream", "chunking_strategy":
-		return true
-	}
-	return strings.HasPrefix(name, "chunking_strategy[")
 }

@@ -150,6 +150,9 @@ func TestOpenAITranscriptionFormAnswers(t *testing.T) {
 			msg: `chunking_strategy must be "auto" or {"type": "server_vad"}, got "fixed"`},
 		{name: "chunking bracket type", parts: withParts(ok, fieldsOf("chunking_strategy[type]", "fixed")...), status: 400, param: "chunking_strategy",
 			msg: `chunking_strategy must be "auto" or {"type": "server_vad"}, got "fixed"`},
+		// Changed: both spellings of chunking_strategy's type were accepted, the last one winning.
+		{name: "chunking type twice", parts: withParts(ok, fieldsOf("chunking_strategy", "auto", "chunking_strategy[type]", "server_vad")...),
+			status: 400, param: "chunking_strategy[type]", msg: `form field "chunking_strategy[type]" was sent more than once; it takes one value (send it once)`},
 		{name: "chunking without preprocessing", parts: withParts(ok, fieldsOf("is_preprocessing_enabled", "false", "chunking_strategy", "auto")...),
 			status: 400, param: "chunking_strategy", msg: "chunking_strategy needs VAD pre-processing, but is_preprocessing_enabled=false was sent"},
 		{name: "stream with srt", parts: withParts(ok, fieldsOf("response_format", "srt", "stream", "true")...), status: 400, param: "stream",

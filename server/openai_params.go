@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/tenstorrent/tt-media-server-go/runners/whisper"
 )
 
 // openAIValidator is built once: it caches each struct's parsed tags.
@@ -37,6 +40,17 @@ var openAIValidator = sync.OnceValue(func() *validator.Validate {
 	_ = v.RegisterValidation("blank", func(fl validator.FieldLevel) bool { // a fixed, valid tag: no error
 		return strings.TrimSpace(fl.Field().String()) == ""
 	})
+	// maxbytes=N: a string of at most N bytes (max counts characters).
+	_ = v.RegisterValidation("maxbytes", func(fl validator.FieldLevel) bool { // a fixed, valid tag: no error
+		n, err := strconv.Atoi(fl.Param())
+		return err == nil && len(fl.Field().String()) <= n
+	})
+	// whisperlanguage: a language Whisper decodes (an ISO-639-1 code or its English name).
+	_ = v.RegisterValidation("whisperlanguage", func(fl validator.FieldLevel) bool { // a fixed, valid tag: no error
+		_, err := whisper.NormalizeLanguage(fl.Field().String())
+		return err == nil
+	})
+	v.RegisterStructValidation(transcriptionRules, openAITranscriptionParams{})
 	return v
 })
 
@@ -63,21 +77,23 @@ func decodeOpenAI(data []byte, dst any) error {
 	if !ok || len(ves) == 0 {
 		return fmt.Errorf("validate request: %w", err)
 	}
-	return fieldErr(reflect.TypeOf(dst).Elem(), ves[0])
+	return fieldErr(reflect.TypeOf(dst).Elem(), ves[0], msgValue)
 }
 
-// fieldErr is the 400 of one failed constraint: the field's msg tag applied to the value, or a
-// generic sentence naming the field and the rule.
-func fieldErr(t reflect.Type, fe validator.FieldError) error {
-	name := fe.Field()
-	if f, ok := t.FieldByName(fe.StructField()); ok {
+// fieldErr is the 400 of one failed constraint: the field's msg tag applied to what shown
+// makes of the value, or a generic sentence naming the field and the rule. An array entry's or
+// a map key's refusal names the field (timestamp_granularities, not timestamp_granularities[1]).
+func fieldErr(t reflect.Type, fe validator.FieldError, shown func(validator.FieldError) any) error {
+	name, _, _ := strings.Cut(fe.Field(), "[")
+	structField, _, _ := strings.Cut(fe.StructField(), "[")
+	if f, ok := t.FieldByName(structField); ok {
 		msg, ok := f.Tag.Lookup("msg." + fe.Tag())
 		if !ok {
 			msg = f.Tag.Get("msg")
 		}
 		if msg != "" {
 			if strings.Contains(msg, "%") {
-				return invalidParam(name, msg, msgValue(fe))
+				return invalidParam(name, msg, shown(fe))
 			}
 			return invalidParam(name, "%s", msg)
 		}
@@ -102,6 +118,8 @@ func msgValue(fe validator.FieldError) any {
 	switch fe.Tag() {
 	case "min", "max", "len", "lt", "lte", "gt", "gte":
 		return utf8.RuneCountInString(s)
+	case "maxbytes":
+		return len(s)
 	}
 	return shorten(s)
 }
