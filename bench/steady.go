@@ -24,6 +24,12 @@ type Steady struct {
 	SentPerS  float64 `json:"sent_per_s"`
 	Units     float64 `json:"units,omitempty"`
 	UnitsPerS float64 `json:"units_per_s,omitempty"`
+	// DeviceDone and DeviceDonePerS count, for video jobs, the completed jobs whose device work
+	// (their last denoising step, seen by a poll) ended in the window (first such end, last
+	// send]: the devices' throughput, without the encode that follows off the device (whose
+	// time varies with the host's load and so blurs the completion rate).
+	DeviceDone     int     `json:"device_done,omitempty"`
+	DeviceDonePerS float64 `json:"device_done_per_s,omitempty"`
 }
 
 // Reasons a run has no steady window (Report.SteadyNote).
@@ -73,5 +79,36 @@ func steadyWindow(samples []sample) (*Steady, string) {
 	st.RequestsPerS = float64(st.Completed) / window
 	st.SentPerS = float64(st.Sent) / window
 	st.UnitsPerS = st.Units / window
+	st.DeviceDone, st.DeviceDonePerS = deviceDoneRate(samples, lastSend)
 	return st, ""
+}
+
+// deviceDoneRate is the rate of video jobs' device-work ends (sent + latency − finish time)
+// over (first such end, lastSend]; 0 when fewer than two ends precede lastSend.
+func deviceDoneRate(samples []sample, lastSend time.Time) (int, float64) {
+	var ends []time.Time
+	for _, s := range samples {
+		if s.ok() && s.hasFinish && !s.sent.IsZero() {
+			ends = append(ends, s.sent.Add(s.latency-time.Duration(s.finishMs*float64(time.Millisecond))))
+		}
+	}
+	var first time.Time
+	for _, e := range ends {
+		if first.IsZero() || e.Before(first) {
+			first = e
+		}
+	}
+	if first.IsZero() || !lastSend.After(first) {
+		return 0, 0
+	}
+	n := 0
+	for _, e := range ends {
+		if e.After(first) && !e.After(lastSend) {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return n, float64(n) / lastSend.Sub(first).Seconds()
 }

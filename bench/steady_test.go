@@ -215,3 +215,30 @@ func TestTargetsSteadyMetrics(t *testing.T) {
 		})
 	}
 }
+
+// Video jobs: the device ends a job every second (3 s after each send), but the encode after
+// it takes longer and longer (0.5 s, 1 s, ... as a loaded host slows), so completions come
+// ever later: the completion rate understates the devices' 1/s, which the device-done rate
+// (last step seen, before the encode) gives exactly.
+func TestSteadyWindowDeviceDone(t *testing.T) {
+	t0 := time.Now()
+	var s []sample
+	for i := range 10 {
+		finish := time.Duration(500*(i+1)) * time.Millisecond
+		s = append(s, sample{status: 202, sent: t0.Add(time.Duration(i) * time.Second), latency: 3*time.Second + finish,
+			finishMs: float64(finish) / float64(time.Millisecond), hasFinish: true, hasDevice: true, units: 1, ttfc: -1})
+	}
+	got, note := steadyWindow(s)
+	require.Empty(t, note)
+	// Device ends at 3..12 s; last send 9 s: (3, 9] holds the ends at 4..9 s, 6 in 6 s.
+	require.Equal(t, 6, got.DeviceDone)
+	require.InDelta(t, 1.0, got.DeviceDonePerS, 1e-9)
+	// Completions at 3.5, 5, 6.5, 8, 9.5 ...: (3.5, 9] holds 3 in 5.5 s.
+	require.Equal(t, 3, got.Completed)
+	require.InDelta(t, 3/5.5, got.RequestsPerS, 1e-9)
+
+	// Without finish times (not video jobs) there is no device-done rate.
+	got, _ = steadyWindow(timeline(t0, openConstant(11, 100, 100, 0)))
+	require.Zero(t, got.DeviceDone)
+	require.Zero(t, got.DeviceDonePerS)
+}

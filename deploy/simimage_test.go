@@ -52,9 +52,9 @@ func TestSimImageBinaryRunsOnDebianSlim(t *testing.T) {
 // an empty working directory that is its own, so the job store's default ./jobs.db is created
 // there) with MODEL_RUNNER=tt-wan2.2, comes up with the video service, and a job submitted to
 // it completes into an MP4 that ffmpeg wrote. The image's ffmpeg is Debian 12's package
-// (TestDockerfileStages checks the install); here it is the host's, which CI installs
-// (.ci/run: scripts/apt-ensure.sh ffmpeg). Without Docker this is how far the image's video service can be
-// checked: the image build itself is not run here.
+// (TestDockerfileStages checks the install); here it is the host's, which CI installs (.ci/run:
+// scripts/apt-ensure.sh ffmpeg). Without a Docker engine this is how far the image's video
+// service can be checked: the image build itself is not run here.
 func TestSimImageServesVideo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server")
