@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -91,9 +92,24 @@ func flux1(prefix string, t5Len int, guidance bool) []ttnn.ProgramSpec {
 // on a 2x4 mesh (T3K; latents [1,16,21,60,104]), "wan22-t2v-720p" 1280x720 on a 4x8 Galaxy
 // (latents [1,16,21,90,160]); 81 frames each.
 func wan22T2V(prefix string, mesh ttnn.MeshShape, lat, video []int) []ttnn.ProgramSpec {
+	return wan22(prefix, mesh, lat, video, 16)
+}
+
+// wan22I2V is Wan2.2-I2V-A14B's pipeline: wan22T2V's programs whose experts take 36 channels
+// (the latents, then the 4-channel mask and the 16-channel encoded condition), and the VAE
+// encoder of the conditioning video ("-vae-encoder", video to the latent distribution's mode).
+// "wan22-i2v" is 832x480 on a 2x4 mesh, "wan22-i2v-720p" 1280x720 on a 4x8 Galaxy.
+func wan22I2V(prefix string, mesh ttnn.MeshShape, lat, video []int) []ttnn.ProgramSpec {
+	return append(wan22(prefix, mesh, lat, video, 36), ttnn.ProgramSpec{Name: prefix + "-vae-encoder", Mesh: mesh, Batch: 1,
+		Functions: []ttnn.FunctionSpec{fn("encode", in(t("video", bf16, tile, video...)), t("latents", bf16, tile, lat...))}})
+}
+
+// wan22 is a Wan2.2 A14B program set whose experts take inCh channels.
+func wan22(prefix string, mesh ttnn.MeshShape, lat, video []int, inCh int) []ttnn.ProgramSpec {
+	hidden := append([]int{lat[0], inCh}, lat[2:]...)
 	step := func(name string) ttnn.ProgramSpec {
 		return ttnn.ProgramSpec{Name: name, Mesh: mesh, Batch: 1, Functions: []ttnn.FunctionSpec{
-			fn("forward", in(t("hidden_states", bf16, tile, lat...), t("timestep", f32, rm, 1),
+			fn("forward", in(t("hidden_states", bf16, tile, hidden...), t("timestep", f32, rm, 1),
 				t("encoder_hidden_states", bf16, tile, 1, 512, 4096)), t("sample", bf16, tile, lat...))}}
 	}
 	return []ttnn.ProgramSpec{
@@ -107,8 +123,11 @@ func wan22T2V(prefix string, mesh ttnn.MeshShape, lat, video []int) []ttnn.Progr
 	}
 }
 
-var all = append(append(append(append(base, flux1("flux1-dev", 512, true)...), flux1("flux1-schnell", 256, false)...), wan22T2V("wan22-t2v", m24, []int{1, 16, 21, 60, 104}, []int{1, 3, 81, 480, 832})...),
-	wan22T2V("wan22-t2v-720p", m48, []int{1, 16, 21, 90, 160}, []int{1, 3, 81, 720, 1280})...)
+var all = slices.Concat(base, flux1("flux1-dev", 512, true), flux1("flux1-schnell", 256, false),
+	wan22T2V("wan22-t2v", m24, []int{1, 16, 21, 60, 104}, []int{1, 3, 81, 480, 832}),
+	wan22T2V("wan22-t2v-720p", m48, []int{1, 16, 21, 90, 160}, []int{1, 3, 81, 720, 1280}),
+	wan22I2V("wan22-i2v", m24, []int{1, 16, 21, 60, 104}, []int{1, 3, 81, 480, 832}),
+	wan22I2V("wan22-i2v-720p", m48, []int{1, 16, 21, 90, 160}, []int{1, 3, 81, 720, 1280}))
 
 var base = []ttnn.ProgramSpec{
 	// ResNet-50 (tt-xla-resnet and the other CNN names): a device batch of 16 224x224 images.

@@ -28,6 +28,10 @@ type TTNNDevice struct {
 	progs map[string]*program
 	spec  Spec
 	stats TTNNStats
+	// enc is the VAE encoder's program (VAEEncoderName) of an image-to-video set, "" for
+	// text-to-video; inCh is the transformer's input channels (16, or 36 with the condition).
+	enc  string
+	inCh int
 }
 
 // TTNNStats counts program runs.
@@ -36,6 +40,8 @@ type TTNNStats struct {
 	// Runs counts transformer runs per expert (index HighNoise, LowNoise).
 	Runs [3]int
 	VAEs int
+	// VAEEncodes counts the VAE encoder's runs (image-to-video sets).
+	VAEEncodes int
 }
 
 type program struct {
@@ -66,6 +72,9 @@ func NewTTNNDevice(ctx context.Context, dev *ttnn.Device, set fs.FS, prefix stri
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := d.loadEncoder(ctx, set, prefix); err != nil {
+		return nil, err
 	}
 	if err := d.checkShapes(); err != nil {
 		return nil, err
@@ -132,19 +141,29 @@ func (d *TTNNDevice) checkShapes() error {
 		return err
 	}
 	ids, hid := enc.fn.Inputs[0].Shape, enc.fn.Outputs[0].Shape
-	lat, txt := tr.fn.Inputs[0].Shape, tr.fn.Inputs[2].Shape
+	lat, txt := tr.fn.Outputs[0].Shape, tr.fn.Inputs[2].Shape
 	video := vae.fn.Outputs[0].Shape
+	d.inCh = LatentChannels
+	if d.enc != "" {
+		d.inCh += ConditionChannels
+	}
+	in := slices.Clone(lat)
+	if len(in) == 5 {
+		in[1] = d.inCh
+	}
 	switch {
 	case len(ids) != 2 || len(hid) != 3 || hid[1] != ids[1]:
 		return fmt.Errorf("wan2.2: text encoder takes %v ids and returns %v states", ids, hid)
 	case len(lat) != 5 || lat[1] != LatentChannels:
-		return fmt.Errorf("wan2.2: transformer hidden_states %v, want [1,16,F,H,W]", lat)
+		return fmt.Errorf("wan2.2: transformer sample %v, want [1,16,F,H,W]", lat)
+	case !slices.Equal(tr.fn.Inputs[0].Shape, in):
+		return fmt.Errorf("wan2.2: transformer hidden_states %v, want [1,%d,F,H,W] as its sample's %v", tr.fn.Inputs[0].Shape, d.inCh, lat)
 	case !slices.Equal(txt, hid):
 		return fmt.Errorf("wan2.2: transformer encoder_hidden_states %v, the text encoder returns %v", txt, hid)
-	case !slices.Equal(tr2.fn.Inputs[0].Shape, lat) || !slices.Equal(tr2.fn.Inputs[2].Shape, txt) || !slices.Equal(tr2.fn.Outputs[0].Shape, lat):
+	case !slices.Equal(tr2.fn.Inputs[0].Shape, in) || !slices.Equal(tr2.fn.Inputs[2].Shape, txt) || !slices.Equal(tr2.fn.Outputs[0].Shape, lat):
 		return fmt.Errorf("wan2.2: the two experts' programs differ in shape")
-	case !slices.Equal(tr.fn.Outputs[0].Shape, lat) || !slices.Equal(vae.fn.Inputs[0].Shape, lat):
-		return fmt.Errorf("wan2.2: transformer output %v and VAE input %v, want the latents %v", tr.fn.Outputs[0].Shape, vae.fn.Inputs[0].Shape, lat)
+	case !slices.Equal(vae.fn.Inputs[0].Shape, lat):
+		return fmt.Errorf("wan2.2: VAE input %v, want the latents %v", vae.fn.Inputs[0].Shape, lat)
 	}
 	sh := Shape{LatentFrames: lat[2], LatentHeight: lat[3], LatentWidth: lat[4],
 		Frames: (lat[2]-1)*TemporalFactor + 1, Height: lat[3] * SpatialFactor, Width: lat[4] * SpatialFactor}
@@ -152,7 +171,7 @@ func (d *TTNNDevice) checkShapes() error {
 		return fmt.Errorf("wan2.2: VAE output %v, the latents %v decode to [1,3,%d,%d,%d]", video, lat, sh.Frames, sh.Height, sh.Width)
 	}
 	d.spec = Spec{Shape: sh, TextLen: ids[1], TextDim: hid[2]}
-	return nil
+	return d.checkEncoder(video, lat)
 }
 
 // Spec implements Device.
@@ -186,9 +205,9 @@ func (d *TTNNDevice) Transformer(ctx context.Context, expert int, x []float32, t
 	if expert != HighNoise && expert != LowNoise {
 		return nil, fmt.Errorf("wan2.2 transformer: no expert %d", expert)
 	}
-	if len(x) != d.spec.Shape.Elems() || len(text) != d.spec.TextLen*d.spec.TextDim {
+	if n := d.spec.Shape.Elems() / LatentChannels * d.inCh; len(x) != n || len(text) != d.spec.TextLen*d.spec.TextDim {
 		return nil, fmt.Errorf("wan2.2 transformer: %d latents and %d text values, the program takes %d and %d",
-			len(x), len(text), d.spec.Shape.Elems(), d.spec.TextLen*d.spec.TextDim)
+			len(x), len(text), n, d.spec.TextLen*d.spec.TextDim)
 	}
 	ts := make([]byte, 4)
 	binary.LittleEndian.PutUint32(ts, math.Float32bits(float32(t)))
