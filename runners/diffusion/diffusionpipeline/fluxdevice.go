@@ -139,13 +139,7 @@ func (d *TTNNFluxDevice) checkShapes() error {
 		return fmt.Errorf("program %s: latents %dx%d do not split into 2x2 patches", d.vae.name, s.LatentHeight, s.LatentWidth)
 	}
 	seq, dim := s.ImageSeqLen(), s.PackedDim()
-	checks := []struct {
-		p    *program
-		in   bool
-		name string
-		dt   ttnn.DType
-		sh   []int
-	}{
+	checks := []tensorCheck{
 		{d.clip, true, "input_ids", ttnn.I32, []int{1, s.CLIPSeqLen}},
 		{d.clip, false, "pooled_output", ttnn.BF16, []int{1, s.PooledSize}},
 		{d.t5, true, "input_ids", ttnn.I32, []int{1, s.T5SeqLen}},
@@ -160,25 +154,13 @@ func (d *TTNNFluxDevice) checkShapes() error {
 		{d.vae, false, "image", ttnn.BF16, []int{1, 3, s.ImageHeight, s.ImageWidth}},
 	}
 	if s.Guidance {
-		checks = append(checks, struct {
-			p    *program
-			in   bool
-			name string
-			dt   ttnn.DType
-			sh   []int
-		}{d.transf, true, "guidance", ttnn.F32, []int{1}})
+		checks = append(checks, tensorCheck{d.transf, true, "guidance", ttnn.F32, []int{1}})
 	}
 	if err := want(d.vae, lat, ttnn.BF16, 1, s.LatentChannels, s.LatentHeight, s.LatentWidth); err != nil {
 		return err
 	}
-	for _, ch := range checks {
-		desc, err := shape(ch.p, ch.in, ch.name)
-		if err != nil {
-			return err
-		}
-		if err := want(ch.p, desc, ch.dt, ch.sh...); err != nil {
-			return err
-		}
+	if err := checkTensors(checks); err != nil {
+		return err
 	}
 	nIn := 6
 	if s.Guidance {

@@ -212,3 +212,26 @@ func shapes(refs ...tensorRef) ([]ttnn.TensorDesc, error) {
 	}
 	return out, nil
 }
+
+// tensorCheck is the dtype and shape a program's input (in) or output tensor must have.
+type tensorCheck struct {
+	p    *program
+	in   bool
+	name string
+	dt   ttnn.DType
+	sh   []int
+}
+
+// checkTensors checks every tensor of checks in order; the first lookup or mismatch is the error.
+func checkTensors(checks []tensorCheck) error {
+	for _, c := range checks {
+		desc, err := shape(c.p, c.in, c.name)
+		if err != nil {
+			return err
+		}
+		if err := want(c.p, desc, c.dt, c.sh...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -95,13 +95,7 @@ func (d *TTNNSD3Device) checkShapes() error {
 	}
 	s := d.spec
 	c, lh, lw := s.LatentChannels, s.LatentHeight, s.LatentWidth
-	checks := []struct {
-		p    *program
-		in   bool
-		name string
-		dt   ttnn.DType
-		sh   []int
-	}{
+	checks := []tensorCheck{
 		{d.clipL, true, "input_ids", ttnn.I32, []int{b, s.CLIPSeqLen}},
 		{d.clipL, false, "text_embeds", ttnn.BF16, []int{b, d.hidL}},
 		{d.clipG, true, "input_ids", ttnn.I32, []int{b, s.CLIPSeqLen}},
@@ -120,14 +114,8 @@ func (d *TTNNSD3Device) checkShapes() error {
 	if err := want(d.clipL, hL, ttnn.BF16, b, s.CLIPSeqLen, d.hidL); err != nil {
 		return err
 	}
-	for _, ch := range checks {
-		desc, err := shape(ch.p, ch.in, ch.name)
-		if err != nil {
-			return err
-		}
-		if err := want(ch.p, desc, ch.dt, ch.sh...); err != nil {
-			return err
-		}
+	if err := checkTensors(checks); err != nil {
+		return err
 	}
 	if s.JointDim < s.CLIPHidden {
 		return fmt.Errorf("program %s: joint dimension %d is below the CLIP hidden size %d", d.t5.name, s.JointDim, s.CLIPHidden)

@@ -228,13 +228,7 @@ func (d *TTNNDevice) checkShapes() error {
 		d.spec.UNetChannels = cin
 	}
 	s := d.spec
-	checks := []struct {
-		p    *program
-		in   bool
-		name string
-		dt   ttnn.DType
-		sh   []int
-	}{
+	checks := []tensorCheck{
 		{d.enc1, false, "hidden_states", ttnn.BF16, []int{b, seq, d.hid1}},
 		{d.enc2, true, "input_ids", ttnn.I32, []int{b, seq}},
 		{d.enc2, false, "hidden_states", ttnn.BF16, []int{b, seq, h2.Shape[2]}},
@@ -251,19 +245,8 @@ func (d *TTNNDevice) checkShapes() error {
 	if ids.DType != ttnn.I32 {
 		return fmt.Errorf("program %s: %s, want i32", d.enc1.name, ids)
 	}
-	for _, c := range checks {
-		var desc ttnn.TensorDesc
-		if c.in {
-			_, desc, err = c.p.input(c.name)
-		} else {
-			_, desc, err = c.p.output(c.name)
-		}
-		if err != nil {
-			return err
-		}
-		if err := want(c.p, desc, c.dt, c.sh...); err != nil {
-			return err
-		}
+	if err := checkTensors(checks); err != nil {
+		return err
 	}
 	unetIn := 5
 	if _, w, err := d.unet.input("weights"); err == nil {
