@@ -148,12 +148,9 @@ func NewFlux(dev FluxDevice, tok Tokenizer, t5 T5Tokenizer, cfg FluxConfig) (*Fl
 	if dev == nil || tok == nil || t5 == nil {
 		return nil, errors.New("pipeline: Flux needs a device, a CLIP tokenizer and a T5 tokenizer")
 	}
-	if !(cfg.VAEScalingFactor > 0) || math.IsInf(float64(cfg.VAEShiftFactor), 0) || cfg.VAEShiftFactor != cfg.VAEShiftFactor {
-		return nil, fmt.Errorf("pipeline: VAE scaling factor %v / shift %v", cfg.VAEScalingFactor, cfg.VAEShiftFactor)
-	}
-	flow, err := samplers.NewFlowMatch(cfg.Scheduler)
+	flow, err := newFlowMatch(cfg.VAEScalingFactor, cfg.VAEShiftFactor, cfg.Scheduler)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, err
 	}
 	s := dev.Spec()
 	if s.LatentChannels < 1 || s.LatentHeight < 2 || s.LatentWidth < 2 || s.LatentHeight%2 != 0 || s.LatentWidth%2 != 0 ||

@@ -150,12 +150,9 @@ func NewSD3(dev SD3Device, tok Tokenizer, t5 T5Tokenizer, cfg SD3Config) (*SD3Pi
 	if dev == nil || tok == nil {
 		return nil, errors.New("pipeline: nil device or tokenizer")
 	}
-	if !(cfg.VAEScalingFactor > 0) || math.IsInf(float64(cfg.VAEShiftFactor), 0) || cfg.VAEShiftFactor != cfg.VAEShiftFactor {
-		return nil, fmt.Errorf("pipeline: VAE scaling factor %v / shift %v", cfg.VAEScalingFactor, cfg.VAEShiftFactor)
-	}
-	flow, err := samplers.NewFlowMatch(cfg.Scheduler)
+	flow, err := newFlowMatch(cfg.VAEScalingFactor, cfg.VAEShiftFactor, cfg.Scheduler)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, err
 	}
 	s := dev.Spec()
 	if s.LatentElems() <= 0 || s.CLIPSeqLen <= 0 || s.CLIPHidden <= 0 || s.PooledSize <= 0 || s.T5SeqLen <= 0 ||
@@ -163,6 +160,19 @@ func NewSD3(dev SD3Device, tok Tokenizer, t5 T5Tokenizer, cfg SD3Config) (*SD3Pi
 		return nil, fmt.Errorf("pipeline: device spec %+v has an empty or inconsistent size", s)
 	}
 	return &SD3Pipeline{dev: dev, tok: tok, t5: t5, flow: flow, cfg: cfg, spec: s}, nil
+}
+
+// newFlowMatch checks a flow-matching model's VAE factors (scaling > 0, a finite shift) and
+// builds its scheduler: SD3.5's and Flux's pipelines start alike.
+func newFlowMatch(scaling, shift float32, sched samplers.FlowMatchConfig) (*samplers.FlowMatch, error) {
+	if !(scaling > 0) || math.IsInf(float64(shift), 0) || shift != shift {
+		return nil, fmt.Errorf("pipeline: VAE scaling factor %v / shift %v", scaling, shift)
+	}
+	flow, err := samplers.NewFlowMatch(sched)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return flow, nil
 }
 
 // Schedule returns the request's flow-matching schedule (its length is the number of
