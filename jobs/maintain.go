@@ -22,11 +22,15 @@ type Maintainer struct {
 	Log       *slog.Logger
 }
 
-// Recover runs the start-up steps: Interrupt the owner's unfinished jobs, then SweepOrphans.
+// Recover runs the start-up steps: Interrupt the owner's unfinished jobs, then SweepOrphans
+// and SweepExports (before any worker starts).
 func (m *Maintainer) Recover(ctx context.Context) error {
 	n, err := m.Store.Interrupt(ctx, m.Owner)
 	if err != nil {
 		return fmt.Errorf("fail interrupted jobs: %w", err)
+	}
+	if err := m.Files.SweepExports(m.Owner); err != nil {
+		return err
 	}
 	removed, err := m.Files.SweepOrphans(ctx, m.Store, m.Prefix)
 	if err != nil {

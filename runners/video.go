@@ -43,10 +43,18 @@ type VideoImage struct {
 
 // VideoResult is a generated clip: Frames[i] is Width×Height RGB24, shown at FPS; Audio is the
 // soundtrack of a text-to-audio-video model (nil for the others).
+//
+// File, instead of Frames, is an MP4 the runner encoded itself (HEAD's self-encoding runners on
+// the Python road: tt-ltx-2.3-distilled, the Prodia runners and MiniMax with export_in_runner),
+// already checked to be a regular file its worker was allowed to write and moved out of the
+// worker's reach (procrunner); FPS is the rate the model is catalogued at, Width, Height 0.
+// Whoever receives it owns the file: it adopts it into the job store (jobs.Files.Adopt) or
+// removes it.
 type VideoResult struct {
 	Width, Height, FPS int
 	Frames             [][]byte
 	Audio              *VideoAudio
+	File               string
 }
 
 // VideoAudio is a clip's soundtrack: 16-bit PCM interleaved by channel, lasting as long as

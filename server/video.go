@@ -44,6 +44,9 @@ func (s *Server) newVideoService(vj *VideoJobs) *videoService {
 	}
 	vr := &videoRunner{store: vj.Store, files: vj.Files, sched: p.Sched, owner: owner, opts: o, log: s.log,
 		encode: video.EncodeMP4, running: map[string]context.CancelFunc{}}
+	if m, ok := runners.Lookup(p.Runner, s.cfg); ok && m.Video != nil {
+		vr.wantAudio = m.Video.Audio != nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	interval := min(max(s.cfg.Video.MaxStuck/4, time.Second), 30*time.Second)
 	go vr.watch(ctx, interval)

@@ -57,6 +57,8 @@ type videoRunner struct {
 	opts   video.Options
 	log    *slog.Logger
 	encode func(ctx context.Context, path string, f video.Frames, o video.Options) error
+	// wantAudio: the model makes a soundtrack, so an MP4 its runner encoded must carry one.
+	wantAudio bool
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
@@ -187,24 +189,22 @@ func (v *videoRunner) run(ctx context.Context, id string, req *runners.VideoRequ
 	if !ok || clip == nil {
 		return v.fail(bg, id, jobs.CodeProcessing, fmt.Sprintf("the runner returned %T, not a video", res))
 	}
+	if clip.File != "" { // the runner's own MP4: adopted below, or removed on any other path
+		defer func() { _ = os.Remove(clip.File) }()
+	}
 	if !started { // a runner that tells no progress: the device has taken it all the same
 		if ok, err := v.store.Start(bg, id); err != nil || !ok {
 			return v.state(bg, id)
 		}
 	}
-	frames := video.Frames{Width: clip.Width, Height: clip.Height, FPS: clip.FPS, Frames: clip.Frames}
-	if a := clip.Audio; a != nil { // a text-to-audio-video model's soundtrack, muxed as AAC
-		frames.Audio = &video.Audio{SampleRate: a.SampleRate, Channels: a.Channels, Samples: a.Samples}
-	}
 	if err := v.store.Touch(bg, v.owner); err != nil {
 		v.log.Warn("video job heartbeat failed", "err", err)
 	}
-	name, err := v.files.WritePath(id, "mp4", func(path string) error { return v.encode(ctx, path, frames, v.opts) })
-	if err == nil {
-		err = v.writeStill(id, "thumbnail.webp", func() ([]byte, error) { return video.Thumbnail(frames) })
-	}
-	if err == nil {
-		err = v.writeStill(id, "spritesheet.webp", func() ([]byte, error) { return video.Spritesheet(frames) })
+	var name string
+	if clip.File != "" {
+		name, err = v.adopt(ctx, id, req, clip)
+	} else {
+		name, err = v.encodeFrames(ctx, id, clip)
 	}
 	if err != nil {
 		_ = v.files.Remove(id)
@@ -263,6 +263,22 @@ func (v *videoRunner) signalFreed() {
 		close(v.freed)
 		v.freed = nil
 	}
+}
+
+// encodeFrames stores a clip of frames as the job's MP4, thumbnail and spritesheet.
+func (v *videoRunner) encodeFrames(ctx context.Context, id string, clip *runners.VideoResult) (string, error) {
+	frames := video.Frames{Width: clip.Width, Height: clip.Height, FPS: clip.FPS, Frames: clip.Frames}
+	if a := clip.Audio; a != nil { // a text-to-audio-video model's soundtrack, muxed as AAC
+		frames.Audio = &video.Audio{SampleRate: a.SampleRate, Channels: a.Channels, Samples: a.Samples}
+	}
+	name, err := v.files.WritePath(id, "mp4", func(path string) error { return v.encode(ctx, path, frames, v.opts) })
+	if err == nil {
+		err = v.writeStill(id, "thumbnail.webp", func() ([]byte, error) { return video.Thumbnail(frames) })
+	}
+	if err == nil {
+		err = v.writeStill(id, "spritesheet.webp", func() ([]byte, error) { return video.Spritesheet(frames) })
+	}
+	return name, err
 }
 
 func (v *videoRunner) writeStill(id, variant string, make func() ([]byte, error)) error {

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/jobs"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/procrunner"
@@ -44,18 +46,24 @@ func installPythonWorker(s *config.Settings, log *slog.Logger) (*pythonWorker, e
 
 // runner is the parent side of one Python worker process for group g: the same supervision as
 // the Go device worker (procrunner), another executable.
-// A video model's worker also gets TT_VIDEO_FPS, the clip rate the catalogue gives the model:
-// HEAD's video runners answer bare frames and leave the rate to their VideoManager.
-func (p *pythonWorker) runner(g config.DeviceGroup, runner string, env []string, log *slog.Logger) runners.Runner {
+// A video model's worker also gets TT_VIDEO_FPS, the clip rate the catalogue gives the model
+// (HEAD's video runners answer bare frames and leave the rate to their VideoManager), and its
+// own export directory under the job store's (jobs.ExportDir, on TT_VIDEO_OUTPUT_DIR's
+// filesystem), where HEAD's self-encoding runners write their MP4s (procrunner points the
+// worker's TT_VIDEO_OUTPUT_DIR there).
+func (p *pythonWorker) runner(s *config.Settings, g config.DeviceGroup, runner string, env []string, log *slog.Logger) runners.Runner {
 	env = append(env, "MODEL_RUNNER="+runner)
+	export := ""
 	if m, ok := catalogue.Lookup(runner); ok && m.Video != nil {
 		env = append(env, "TT_VIDEO_FPS="+strconv.Itoa(m.Video.FPS))
+		export = filepath.Join(jobs.ExportDir(s.Video.OutputDir, s.Video.ReplicaID), url.PathEscape(runner+"@"+g.ID))
 	}
 	return procrunner.New(procrunner.Config{
-		WorkerID: g.ID,
-		Path:     p.exe,
-		Args:     []string{"-u", p.script, g.ID, runner},
-		Env:      env,
-		Logger:   log,
+		WorkerID:  g.ID,
+		Path:      p.exe,
+		Args:      []string{"-u", p.script, g.ID, runner},
+		Env:       env,
+		Logger:    log,
+		ExportDir: export,
 	})
 }

@@ -49,7 +49,7 @@ func newRunnerFactory(s *config.Settings, runner string, reg *runners.Registry, 
 		}
 		if py != nil {
 			env := append(procrunner.WorkerEnv(spec, cacheBase, opTimeout), procrunner.HeadEnv(s, runner)...)
-			return py.runner(g, runner, env, log), nil
+			return py.runner(s, g, runner, env, log), nil
 		}
 		return procrunner.New(procrunner.Config{
 			WorkerID: g.ID,

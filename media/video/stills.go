@@ -34,14 +34,28 @@ func Spritesheet(f Frames) ([]byte, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	n := min(spriteCount, len(f.Frames))
-	cols, rows, tw, th := SpriteGrid(len(f.Frames), f.Width, f.Height)
+	return spritesheet(len(f.Frames), f.Width, f.Height, func(i int) image.Image { return f.Frame(i) })
+}
+
+// spriteFrames are the indices of the frames a clip of n frames shows in its spritesheet.
+func spriteFrames(n int) []int {
+	k := min(spriteCount, n)
+	idx := make([]int, k)
+	for j := range idx {
+		idx[j] = j * (n - 1) / max(1, k-1)
+	}
+	return idx
+}
+
+// spritesheet lays out the sprite frames of a clip of n frames of width×height; frame(i) is
+// frame i.
+func spritesheet(n, width, height int, frame func(i int) image.Image) ([]byte, error) {
+	cols, rows, tw, th := SpriteGrid(n, width, height)
 	sheet := image.NewNRGBA(image.Rect(0, 0, cols*tw, rows*th))
 	draw.Draw(sheet, sheet.Bounds(), image.Black, image.Point{}, draw.Src)
-	for k := range n {
-		i := k * (len(f.Frames) - 1) / max(1, n-1)
+	for k, i := range spriteFrames(n) {
 		r := image.Rect((k%cols)*tw, (k/cols)*th, (k%cols+1)*tw, (k/cols+1)*th)
-		xdraw.ApproxBiLinear.Scale(sheet, r, f.Frame(i), image.Rect(0, 0, f.Width, f.Height), xdraw.Src, nil)
+		xdraw.ApproxBiLinear.Scale(sheet, r, frame(i), image.Rect(0, 0, width, height), xdraw.Src, nil)
 	}
 	return webp.Encode(sheet, stillQuality)
 }

@@ -199,3 +199,45 @@ func TestEncodeMP4AudioRefusals(t *testing.T) {
 		require.Contains(t, err.Error(), "audio", name)
 	}
 }
+
+// TestStillsOf: the stills of an encoded MP4 (a self-encoding runner's) have the same shape
+// as those made from its frames, show the same pictures (within H.264's loss), and a file that
+// is not a video is refused.
+func TestStillsOf(t *testing.T) {
+	needFFmpeg(t)
+	ctx := context.Background()
+	f := clip(96, 64, 21, 16)
+	path := filepath.Join(t.TempDir(), "clip.mp4")
+	require.NoError(t, EncodeMP4(ctx, path, f, DefaultOptions))
+	info, err := Probe(ctx, path)
+	require.NoError(t, err)
+	th, sheet, err := StillsOf(ctx, path, info, DefaultOptions)
+	require.NoError(t, err)
+	wantTh, err := Thumbnail(f)
+	require.NoError(t, err)
+	wantSheet, err := Spritesheet(f)
+	require.NoError(t, err)
+	for _, c := range []struct{ got, want []byte }{{th, wantTh}, {sheet, wantSheet}} {
+		got, err := webp.Decode(bytes.NewReader(c.got))
+		require.NoError(t, err)
+		want, err := webp.Decode(bytes.NewReader(c.want))
+		require.NoError(t, err)
+		require.Equal(t, want.Bounds(), got.Bounds())
+		var diff, n float64
+		b := got.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				r1, g1, b1, _ := got.At(x, y).RGBA()
+				r2, g2, b2, _ := want.At(x, y).RGBA()
+				diff += math.Abs(float64(r1)-float64(r2)) + math.Abs(float64(g1)-float64(g2)) + math.Abs(float64(b1)-float64(b2))
+				n += 3
+			}
+		}
+		require.Less(t, diff/n/257, 12.0, "mean difference per channel (of 255)")
+	}
+
+	junk := filepath.Join(t.TempDir(), "junk.mp4")
+	require.NoError(t, os.WriteFile(junk, []byte("\x00\x00\x00\x10ftypisomnot a video at all"), 0o600))
+	_, _, err = StillsOf(ctx, junk, info, DefaultOptions)
+	require.ErrorContains(t, err, "could not decode")
+}

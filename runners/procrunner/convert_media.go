@@ -93,8 +93,14 @@ func toWireMediaResult(v runners.Result) (*wireResult, error) {
 			}
 			px = append(px, f...)
 		}
+		if r.File != "" {
+			if len(r.Frames) > 0 {
+				return nil, fmt.Errorf("a video result with both frames and a file")
+			}
+			return &wireResult{Video: &wireVideo{FPS: r.FPS, File: r.File}}, nil
+		}
 		return &wireResult{Video: &wireVideo{Width: r.Width, Height: r.Height, FPS: r.FPS, Frames: len(r.Frames),
-			Pixels: blob{Data: px}}}, nil
+			Pixels: &blob{Data: px}}}, nil
 	}
 	return nil, fmt.Errorf("result type %T cannot be sent from a worker process", v)
 }
@@ -113,12 +119,21 @@ func (w *wireSpeech) value() (runners.Result, error) {
 
 // value splits the clip's blob into its frames (no copy).
 func (w *wireVideo) value() (runners.Result, error) {
+	if w.FPS <= 0 {
+		return nil, fmt.Errorf("%w: video at %d fps", ErrProtocol, w.FPS)
+	}
+	if w.File != "" { // the runner's own MP4: Runner.takeFiles checks and takes it
+		if w.Pixels != nil {
+			return nil, fmt.Errorf("%w: a video result with both a file and pixels", ErrProtocol)
+		}
+		return &runners.VideoResult{FPS: w.FPS, File: w.File}, nil
+	}
+	if w.Pixels == nil {
+		return nil, fmt.Errorf("%w: a video result with neither pixels nor a file", ErrProtocol)
+	}
 	size := int64(w.Width) * int64(w.Height) * 3
 	if w.Width <= 0 || w.Height <= 0 || w.Frames <= 0 || size*int64(w.Frames) != int64(len(w.Pixels.Data)) {
 		return nil, fmt.Errorf("%w: video of %d frames %dx%d with %d bytes of pixels", ErrProtocol, w.Frames, w.Width, w.Height, len(w.Pixels.Data))
-	}
-	if w.FPS <= 0 {
-		return nil, fmt.Errorf("%w: video at %d fps", ErrProtocol, w.FPS)
 	}
 	r := &runners.VideoResult{Width: w.Width, Height: w.Height, FPS: w.FPS, Frames: make([][]byte, w.Frames)}
 	n := int(size)

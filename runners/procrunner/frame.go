@@ -199,8 +199,8 @@ func (m *message) eachBlob(fn func(*blob)) {
 		if m.Result.Speech != nil {
 			fn(&m.Result.Speech.Samples)
 		}
-		if m.Result.Video != nil {
-			fn(&m.Result.Video.Pixels)
+		if m.Result.Video != nil && m.Result.Video.Pixels != nil {
+			fn(m.Result.Video.Pixels)
 		}
 	}
 }

@@ -52,6 +52,7 @@ func TestSpeechAndVideoSurviveTheWire(t *testing.T) {
 	results := []runners.Result{
 		&runners.SpeechResult{Samples: []float32{0, 0.25, -1, 1}, SampleRate: 16000, SpeakerID: "speaker_7306", Chunks: 2, Steps: 30, Tokens: 12},
 		&runners.VideoResult{Width: 3, Height: 2, FPS: 16, Frames: frames},
+		&runners.VideoResult{FPS: 24, File: "/srv/export/out/clip.mp4"},
 	}
 	for _, res := range results {
 		w, err := toWireResult(res)
@@ -77,8 +78,10 @@ func TestSpeechAndVideoSurviveTheWire(t *testing.T) {
 	}
 
 	bad := []*message{
-		{Kind: kindResult, Job: 1, Result: &wireResult{Video: &wireVideo{Width: 3, Height: 2, FPS: 16, Frames: 2, Pixels: blob{Data: make([]byte, 35)}}}},
-		{Kind: kindResult, Job: 1, Result: &wireResult{Video: &wireVideo{Width: 3, Height: 2, FPS: 0, Frames: 1, Pixels: blob{Data: make([]byte, 18)}}}},
+		{Kind: kindResult, Job: 1, Result: &wireResult{Video: &wireVideo{Width: 3, Height: 2, FPS: 16, Frames: 2, Pixels: &blob{Data: make([]byte, 35)}}}},
+		{Kind: kindResult, Job: 1, Result: &wireResult{Video: &wireVideo{Width: 3, Height: 2, FPS: 0, Frames: 1, Pixels: &blob{Data: make([]byte, 18)}}}},
+		{Kind: kindResult, Job: 1, Result: &wireResult{Video: &wireVideo{FPS: 16}}},
+		{Kind: kindResult, Job: 1, Result: &wireResult{Video: &wireVideo{FPS: 16, File: "/x.mp4", Pixels: &blob{Data: make([]byte, 3)}}}},
 		{Kind: kindResult, Job: 1, Result: &wireResult{Speech: &wireSpeech{Samples: blob{Data: make([]byte, 6)}, SampleRate: 16000}}},
 		{Kind: kindResult, Job: 1, Result: &wireResult{Speech: &wireSpeech{Samples: blob{Data: make([]byte, 8)}}}},
 	}

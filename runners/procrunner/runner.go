@@ -67,6 +67,13 @@ type Config struct {
 	MissedHeartbeats int
 	// StopTimeout is how long Close waits for the child to exit after shutdown (default 2 s).
 	StopTimeout time.Duration
+	// ExportDir, when set, is this worker's own directory for the video files its runner
+	// encodes itself (HEAD's self-encoding video runners): the child writes them in its "out"
+	// subdirectory (its TT_VIDEO_OUTPUT_DIR, emptied at each start) and answers their paths;
+	// a file result is taken only from there (file_result.go). "": file results are refused.
+	ExportDir string
+	// MaxFileBytes caps a file result (default DefaultMaxFileBytes).
+	MaxFileBytes int64
 }
 
 // Runner is the parent side of one worker process. Like every runner it is used by one
@@ -121,6 +128,9 @@ func New(cfg Config) *Runner {
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if cfg.Args == nil {
 		cfg.Args = []string{"device-worker", cfg.WorkerID}
@@ -299,6 +309,9 @@ func (r *Runner) Run(ctx context.Context, tasks []runners.Task) []runners.Outcom
 			return
 		}
 		v, err := m.Result.value()
+		if err == nil {
+			v, err = r.takeFiles(tasks[j.idx], v)
+		}
 		out[j.idx] = runners.Outcome{Value: v, Err: err}
 	}
 	for len(jobs) > 0 {

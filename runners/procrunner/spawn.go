@@ -29,6 +29,13 @@ func (r *Runner) start() error {
 	}
 	cmd := exec.Command(path, r.cfg.Args...)
 	cmd.Env = append(os.Environ(), r.cfg.Env...)
+	if r.cfg.ExportDir != "" {
+		out, err := r.prepareExport()
+		if err != nil {
+			return fmt.Errorf("worker %q: %w", r.cfg.WorkerID, err)
+		}
+		cmd.Env = append(cmd.Env, "TT_VIDEO_OUTPUT_DIR="+out)
+	}
 	// Own process group: a kill reaches anything the worker started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = &lineWriter{r: r}

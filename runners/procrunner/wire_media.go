@@ -52,13 +52,15 @@ type wireVideoImage struct {
 }
 
 // wireVideo is a runners.VideoResult: Frames pictures of Width×Height RGB24 in one blob, rows
-// top to bottom, frames in order.
+// top to bottom, frames in order; or, from a runner that encoded the MP4 itself, File, its
+// path (never its bytes), with FPS and no pixels (file_result.go).
 type wireVideo struct {
-	Width  int  `json:"width"`
-	Height int  `json:"height"`
-	FPS    int  `json:"fps"`
-	Frames int  `json:"frames"`
-	Pixels blob `json:"pixels"`
+	Width  int    `json:"width,omitempty"`
+	Height int    `json:"height,omitempty"`
+	FPS    int    `json:"fps"`
+	Frames int    `json:"frames,omitempty"`
+	Pixels *blob  `json:"pixels,omitempty"`
+	File   string `json:"file,omitempty"`
 }
 
 // wireVideoProgress is a runners.VideoProgress (a chunk: the parent's Emit answers it, so a

@@ -918,10 +918,12 @@ class Worker:
             fields["samples"] = out.blob(samples)
             return {"speech": fields}
         if job.kind == "video":
-            if isinstance(resp, (list, tuple)) and len(resp) == 1 and isinstance(resp[0], str):
-                resp = resp[0]
+            fps = media.video_fps(self.runner)
+            path = media.video_file(resp)
+            if path is not None:  # a self-encoding runner's MP4: its path, never its bytes
+                return {"video": {"file": path, "fps": fps}}
             pixels, width, height, frames = media.video_frames(resp)
-            return {"video": {"width": width, "height": height, "fps": media.video_fps(self.runner), "frames": frames,
+            return {"video": {"width": width, "height": height, "fps": fps, "frames": frames,
                               "pixels": out.blob(pixels)}}
         return cnn_result(out, resp)
 

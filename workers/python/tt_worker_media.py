@@ -9,7 +9,9 @@ response whose `audio` is raw WAV bytes.
 Video: HEAD's video runners (tt_model_runners/dit_runners.py) answer frames: a numpy array of
 (batch, frames, H, W, C) or (frames, H, W, C), uint8 or float in [0, 1] (as HEAD's VideoManager
 reads them), or a list of PIL images. They go back as one blob of RGB24 frames, never base64; the
-server encodes the MP4. Standard library only, numpy when the runner's answer is an array.
+server encodes the MP4. A runner that encodes the MP4 itself (HEAD's LTX-2.3, and the Prodia
+and MiniMax runners with export_in_runner) answers its path: that goes back as the path. Standard
+library only, numpy when the runner's answer is an array.
 """
 
 import base64
@@ -184,11 +186,23 @@ def video_fps(runner):
         return 16
 
 
+def video_file(resp):
+    """The absolute path of the MP4 a self-encoding runner answered ([path] or path: HEAD's
+    TTLTX23DistilledRunner always, the Prodia runners and TTMiniMaxH3Runner with
+    export_in_runner), or None for frames. The runner wrote it under TT_VIDEO_OUTPUT_DIR, which
+    the server set to this worker's export directory; the server checks and takes it."""
+    if isinstance(resp, (list, tuple)) and len(resp) == 1:
+        resp = resp[0]
+    if isinstance(resp, (str, os.PathLike)):
+        path = os.fsdecode(resp)
+        if not path:
+            raise TypeError("the runner answered an empty video path")
+        return os.path.abspath(path)
+    return None
+
+
 def video_frames(resp):
     """(RGB24 bytes of every frame back to back, width, height, frames) of a runner's answer."""
-    if isinstance(resp, str):
-        raise TypeError(f"the runner exported the video itself ({resp}); this worker takes frames, "
-                        "not an encoded file (see docs/WORKER-PROTOCOL.md)")
     if isinstance(resp, (list, tuple)) and resp and hasattr(resp[0], "mode") and hasattr(resp[0], "tobytes"):
         frames = [f if f.mode == "RGB" else f.convert("RGB") for f in resp]
         w, h = frames[0].size

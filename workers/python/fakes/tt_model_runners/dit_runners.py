@@ -14,11 +14,22 @@ the worker's hint (_width, _height, _num_frames: the clip the server expects), e
 model's (with MOCK_VIDEO_SCALE the server asks for a smaller clip). MOCK_STEP_SECONDS per
 denoising step, with progress and cancellation through
 tt_worker_hooks (HEAD's runners have neither).
+
+Self-encoding, as at HEAD: the Prodia runners and MiniMax (export_in_runner, their default)
+and LTX-2.3 (always) encode the MP4 with HEAD's utils.video_manager.VideoManager (the plain
+road: our stand-in) under TT_VIDEO_OUTPUT_DIR and answer [path]; a prompt's [[file:KIND]]
+(missing, garbage, outside, symlink) spoils that path for the refusal tests.
 """
 
 import base64
 import hashlib
 import io
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
 
 import tt_worker_hooks as hooks
 
@@ -55,6 +66,10 @@ class FakeVideoRunner(FakeRunner):
         return not batch
 
     def run(self, requests):
+        return self.make_frames(requests)[None]
+
+    def make_frames(self, requests):
+        """The clip's frames, (frames, H, W, 3) float32 in [0, 1], after the denoising steps."""
         self.count_call()
         import numpy
 
@@ -96,14 +111,71 @@ class FakeVideoRunner(FakeRunner):
 
             pic = Image.open(io.BytesIO(base64.b64decode(img))).convert("RGB").resize((w, h))
             frames[pos] = numpy.asarray(pic, dtype=numpy.float32) / 255.0
-        return frames[None]
+        return frames
+
+
+def soundtrack(frames, fps, rate=48000):
+    """A stereo soundtrack as long as the clip, (2, samples) float in [-1, 1] as HEAD's
+    pipelines answer it: a 440 Hz tone, an octave up on the right."""
+    import numpy
+
+    t = numpy.arange(int(len(frames) * rate / fps), dtype=numpy.float32) / rate
+    return numpy.stack([0.3 * numpy.sin(2 * numpy.pi * 440 * t), 0.3 * numpy.sin(2 * numpy.pi * 880 * t)])
+
+
+def file_fault(prompt, path):
+    """The file faults of the self-encoding fakes (see ../README.md): the path the runner
+    answers instead of its MP4 at path, or path."""
+    m = re.search(r"\[\[file:(\w+)\]\]", prompt or "")
+    if m is None:
+        return path
+    kind = m.group(1)
+    if kind == "missing":
+        os.remove(path)
+        return path
+    if kind == "garbage":
+        with open(path, "wb") as f:
+            f.write(b"this is not an MP4 " * 64)
+        return path
+    outside = os.path.join(os.environ.get("FAKE_OUTSIDE_DIR") or tempfile.mkdtemp(prefix="fake-outside-"),
+                           os.path.basename(path))
+    shutil.move(path, outside)
+    if kind == "outside":
+        return outside
+    if kind == "symlink":
+        os.symlink(outside, path)
+        return path
+    raise ValueError(f"unknown file fault {kind!r}")
+
+
+def video_manager():
+    """HEAD's VideoManager (utils/video_manager.py; the plain road's stand-in)."""
+    from utils.video_manager import VideoManager
+
+    return VideoManager()
 
 
 class TTWan22Runner(FakeVideoRunner):
     pass
 
 
-class TTWan22T2VProdiaRunner(FakeVideoRunner):
+class ProdiaExport:
+    """HEAD's Prodia runners export the MP4 inside the runner by default (export_in_runner,
+    which only HEAD's video_runner.py turns off): [VideoManager().export_to_mp4(frames)], HEAD's
+    own encoder at its default 16 fps, writing under TT_VIDEO_OUTPUT_DIR."""
+
+    def __init__(self, device_id):
+        super().__init__(device_id)
+        self.export_in_runner = True
+
+    def run(self, requests):
+        frames = self.make_frames(requests)
+        if self.export_in_runner:
+            return [file_fault(requests[0].prompt, video_manager().export_to_mp4(frames))]
+        return frames[None]
+
+
+class TTWan22T2VProdiaRunner(ProdiaExport, FakeVideoRunner):
     pass
 
 
@@ -111,7 +183,7 @@ class TTWan22I2VRunner(FakeVideoRunner):
     i2v = True
 
 
-class TTWan22I2VProdiaRunner(TTWan22I2VRunner):
+class TTWan22I2VProdiaRunner(ProdiaExport, TTWan22I2VRunner):
     pass
 
 
@@ -135,9 +207,41 @@ class TTMochi1Runner(FakeVideoRunner):
     size = (848, 480, 168)
 
 
+# HEAD's LTX runner writes under TT_VIDEO_OUTPUT_DIR as its VideoManager does, read at import.
+LTX_VIDEO_OUTPUT_DIR = Path(os.environ.get("TT_VIDEO_OUTPUT_DIR", "/tmp/videos"))
+LTX_FPS = 24
+
+
 class TTLTX23DistilledRunner(FakeVideoRunner):
+    """Like HEAD's, always self-encoding: its pipeline's generate() writes an AV MP4 (H.264 and
+    AAC, 24 fps) to output_path under LTX_VIDEO_OUTPUT_DIR and run() answers [path]. Here
+    HEAD's VideoManager.export_to_mp4_with_audio writes it (the real pipeline's encoder is
+    tt-metal's)."""
+
     size = (1920, 1088, 145)
+
+    def run(self, requests):
+        LTX_VIDEO_OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+        output_path = str(LTX_VIDEO_OUTPUT_DIR / f"{uuid.uuid4()}.mp4")
+        frames = self.make_frames(requests)
+        made = video_manager().export_to_mp4_with_audio(frames, soundtrack(frames, LTX_FPS), 48000, fps=LTX_FPS)
+        os.replace(made, output_path)
+        return [file_fault(requests[0].prompt, output_path)]
 
 
 class TTMiniMaxH3Runner(FakeVideoRunner):
+    """Like HEAD's: with export_in_runner (its default) it muxes the soundtrack itself,
+    [VideoManager().export_to_mp4_with_audio(frames, audio, rate, fps=24)]."""
+
     size = (1366, 768, 97)
+
+    def __init__(self, device_id):
+        super().__init__(device_id)
+        self.export_in_runner = True
+
+    def run(self, requests):
+        frames = self.make_frames(requests)
+        if not self.export_in_runner:
+            return frames[None]
+        path = video_manager().export_to_mp4_with_audio(frames, soundtrack(frames, 24), 48000, fps=24)
+        return [file_fault(requests[0].prompt, path)]
