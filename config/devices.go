@@ -279,7 +279,7 @@ func buildGroups(s *Settings, ids optString, idsSource, meshSource string) error
 	}
 	raw := deviceIDs32
 	if ids.set {
-		raw = ids.s
+		raw = string(ids.v)
 	}
 	groups, err := ParseDeviceIDs(raw)
 	if err != nil {

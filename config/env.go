@@ -226,29 +226,36 @@ func (v *envSeconds) Decode(s string) error {
 	return nil
 }
 
-// optSeconds is envSeconds that remembers whether it was set.
-type optSeconds struct {
-	d   time.Duration
+// opt is a value decoded by its type T that remembers whether it was set (DEVICE_IDS="" and
+// NEW_DEVICE_DELAY_SECONDS=0 are not the same as unset).
+type opt[T any, PT interface {
+	*T
+	envconfig.Decoder
+}] struct {
+	v   T
 	set bool
 }
 
-func (v *optSeconds) Decode(s string) error {
-	var e envSeconds
-	if err := e.Decode(s); err != nil {
+func (o *opt[T, PT]) Decode(s string) error {
+	if err := PT(&o.v).Decode(s); err != nil {
 		return err
 	}
-	v.d, v.set = time.Duration(e), true
+	o.set = true
 	return nil
 }
 
-// optString is a string that remembers whether it was set (DEVICE_IDS="" is meaningful).
-type optString struct {
-	s   string
-	set bool
-}
+// The opt types of the settings.
+type (
+	optSeconds = opt[envSeconds, *envSeconds]
+	optInt     = opt[envInt, *envInt]
+	optString  = opt[envString, *envString]
+)
 
-func (v *optString) Decode(s string) error {
-	v.s, v.set = s, true
+// envString is a string as it is written.
+type envString string
+
+func (v *envString) Decode(s string) error {
+	*v = envString(s)
 	return nil
 }
 

@@ -79,10 +79,11 @@ func loadHead(s *Settings, lookup func(string) (string, bool)) error {
 	s.NoAuth = bool(h.NoAuth)
 	s.ServedModelName = strings.TrimSpace(h.ServedModelName)
 	if h.RequestTimeout.set {
-		if h.RequestTimeout.d < 0 {
-			return negative("REQUEST_PROCESSING_TIMEOUT_SECONDS", h.RequestTimeout.d)
+		d := time.Duration(h.RequestTimeout.v)
+		if d < 0 {
+			return negative("REQUEST_PROCESSING_TIMEOUT_SECONDS", d)
 		}
-		s.InferenceTimeout = h.RequestTimeout.d
+		s.InferenceTimeout = d
 		s.RequestTimeoutSet = true
 	}
 	s.AudioLanguage = strings.TrimSpace(h.AudioLanguage)
@@ -100,7 +101,7 @@ func loadHead(s *Settings, lookup func(string) (string, bool)) error {
 	s.SDXLResolution, _ = strconv.Atoi(m[1])
 	if h.MaxBatchDelayTimeMS.set { // HEAD's name of MAX_BATCH_DELAY_MS
 		if h.MaxBatchDelayTimeMS.v < 0 {
-			return invalid("MAX_BATCH_DELAY_TIME_MS", itoa(h.MaxBatchDelayTimeMS.v), "must be >= 0")
+			return invalid("MAX_BATCH_DELAY_TIME_MS", itoa(int(h.MaxBatchDelayTimeMS.v)), "must be >= 0")
 		}
 		s.MaxBatchDelay = time.Duration(h.MaxBatchDelayTimeMS.v) * time.Millisecond
 	}
@@ -165,19 +166,4 @@ func (s *Settings) headRedacted(m map[string]any) {
 	m["CANARY_DEEP_PROBE_ENABLED"] = c.DeepProbeEnabled
 	m["CANARY_DEEP_EVERY_N"] = c.DeepEveryN
 	m["CANARY_DEEP_PROBE_TIMEOUT_SECONDS"] = c.DeepProbeTimeout.Seconds()
-}
-
-// optInt is an integer that remembers whether it was set.
-type optInt struct {
-	v   int
-	set bool
-}
-
-func (o *optInt) Decode(s string) error {
-	var n envInt
-	if err := n.Decode(s); err != nil {
-		return err
-	}
-	o.v, o.set = int(n), true
-	return nil
 }

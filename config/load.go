@@ -192,7 +192,7 @@ func LoadFrom(lookup func(string) (string, bool), dotenvPath string, mock bool) 
 		return nil, err
 	}
 	if raw.NewDeviceDelaySeconds.set {
-		s.NewDeviceDelay = raw.NewDeviceDelaySeconds.d
+		s.NewDeviceDelay = time.Duration(raw.NewDeviceDelaySeconds.v)
 	} else if mock {
 		s.NewDeviceDelay = mockNewDeviceDelay
 	} else {
@@ -337,7 +337,7 @@ func applyPreset(s *Settings, raw *rawEnv, lookup func(string) (string, bool)) (
 	}
 	s.DeviceMeshShape = MeshShape{Rows: p.Mesh[0], Cols: p.Mesh[1]}
 	s.IsGalaxy = p.IsGalaxy
-	raw.DeviceIDs = optString{s: p.DeviceIDs, set: true}
+	raw.DeviceIDs = optString{v: envString(p.DeviceIDs), set: true}
 	if p.MaxBatchSize > 0 {
 		s.MaxBatchSize = p.MaxBatchSize
 	}

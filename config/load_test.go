@@ -594,7 +594,7 @@ func TestEnvconfigAgrees(t *testing.T) {
 	require.NoError(t, processVars(os.LookupEnv, &viaLookup))
 	require.Equal(t, viaEnvconfig, viaLookup)
 	require.Equal(t, envInt(9), viaLookup.MaxQueueSize)
-	require.Equal(t, optSeconds{d: 7 * time.Second, set: true}, viaLookup.NewDeviceDelaySeconds)
+	require.Equal(t, optSeconds{v: envSeconds(7 * time.Second), set: true}, viaLookup.NewDeviceDelaySeconds)
 	require.Equal(t, "", viaLookup.APIKey)
 	require.Equal(t, envInt(16000), viaLookup.DefaultSampleRate)
 
