@@ -53,7 +53,15 @@ var videoModels = []Model{
 		return m
 	}(),
 	withPresets(videoModel(RunnerWan22T2VProdia, "Wan2.2-T2V-A14B-Prodia", "TTWan22T2VProdiaRunner", wanSpec(false, 0)), wanT2V, DeviceGalaxy),
-	withPresets(videoModel(RunnerWan22I2V, "Wan2.2-I2V-A14B-Diffusers", "TTWan22I2VRunner", wanSpec(true, 0)), wanI2V, DeviceT3K, DeviceGalaxy),
+	func() Model {
+		m := withPresets(videoModel(RunnerWan22I2V, "Wan2.2-I2V-A14B-Diffusers", "TTWan22I2VRunner", wanSpec(true, 0)), wanI2V, DeviceT3K, DeviceGalaxy)
+		// The Go road's host pipeline (runners/wan/i2v) on the simulator: the wan22-i2v
+		// manifests carry T2V's figures (tt-metal times I2V with them), so a guided step is the
+		// same two expert runs.
+		m.Sim.PipelineUnitSeconds = Wan22GuidedStep
+		m.GoPipeline = true
+		return m
+	}(),
 	withPresets(videoModel(RunnerWan22I2VProdia, "Wan2.2-I2V-A14B-Prodia", "TTWan22I2VProdiaRunner", wanSpec(true, 0)), wanI2V, DeviceGalaxy),
 	withPresets(videoModel(RunnerWan22I2VAniSora, "Wan2.2-I2V-AniSora-V3.2", "TTWan22I2VAniSoraRunner", wanSpec(true, 8)), wanI2V),
 	withPresets(videoModel(RunnerWan22I2VDistill, "Wan2.2-I2V-Distill-LightX2V", "TTWan22I2VDistillRunner", wanSpec(true, 4)), wanI2V),

@@ -17,6 +17,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/i2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -51,18 +52,24 @@ func PipelineFactory(model string, fallback runners.Factory) runners.Factory {
 		}
 		mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
 		opts := simdev.Options(entry, s, mesh)
-		// A Galaxy-class mesh renders 1280x720 (the catalogue's size rule) with its own set.
-		prefix, unit := t2v.Prefix480, entry.Sim.PipelineUnit()
+		// A Galaxy-class mesh renders 1280x720 (the catalogue's size rule) with its own set;
+		// an I2V model runs the wan22-i2v sets (runners/wan/i2v).
+		set, prefix, unit := t2v.Programs(), t2v.Prefix480, entry.Sim.PipelineUnit()
+		large := false
 		if w, _ := entry.Video.Size(mesh.Chips()); w == t2v.Width720 {
-			prefix, unit = t2v.Prefix720, catalogue.Wan22GuidedStepGalaxy
+			prefix, unit, large = t2v.Prefix720, catalogue.Wan22GuidedStepGalaxy, true
+		}
+		if entry.Video.I2V {
+			set, prefix = i2vSet(large)
 		}
 		// The simulator's time follows MOCK_STEP_SECONDS per denoising step (two expert runs).
 		opts.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), unit)
 		if spec.Parent != nil {
 			opts.DeviceIDs = spec.Devices
 		}
-		slog.Info("wan runner: Wan2.2 T2V pipeline on the simulator", "runner", model, "worker", spec.WorkerID, "tokenizer", tok, "programs", prefix)
-		return &PipelineRunner{model: entry.Name, fps: entry.Video.FPS, tok: tk, opts: opts, parent: spec.Parent, programs: t2v.Programs(), prefix: prefix}, nil
+		slog.Info("wan runner: Wan2.2 pipeline on the simulator", "runner", model, "worker", spec.WorkerID, "tokenizer", tok, "programs", prefix)
+		return &PipelineRunner{model: entry.Name, fps: entry.Video.FPS, tok: tk, opts: opts, parent: spec.Parent, programs: set, prefix: prefix,
+			i2v: entry.Video.I2V}, nil
 	}
 }
 
@@ -91,11 +98,14 @@ type PipelineRunner struct {
 	parent   *ttnn.Device
 	programs fs.FS
 	prefix   string
+	// i2v: the set is an image-to-video one (runners/wan/i2v's pipeline, images required).
+	i2v bool
 
 	mu     sync.Mutex
 	dev    *ttnn.Device
 	td     *t2v.TTNNDevice
 	pipe   *t2v.Pipeline
+	ipipe  *i2v.Pipeline
 	closed bool
 }
 
@@ -112,7 +122,7 @@ func (r *PipelineRunner) Warmup(ctx context.Context) (err error) {
 	if r.closed {
 		return simdev.ErrClosed
 	}
-	if r.pipe != nil {
+	if r.pipe != nil || r.ipipe != nil {
 		return nil
 	}
 	defer func() {
@@ -129,6 +139,9 @@ func (r *PipelineRunner) Warmup(ctx context.Context) (err error) {
 	}
 	if r.td, err = t2v.NewTTNNDevice(ctx, r.dev, r.programs, r.prefix); err != nil {
 		return err
+	}
+	if r.i2v {
+		return r.warmI2V(ctx)
 	}
 	if r.pipe, err = t2v.New(r.td, r.tok, t2v.Wan22Config()); err != nil {
 		return err
@@ -155,7 +168,7 @@ func (r *PipelineRunner) Run(ctx context.Context, tasks []runners.Task) []runner
 		return simdev.ClosedOutcomes(len(tasks))
 	}
 	return simdev.RunBatch(ctx, tasks, func(ctx context.Context, t runners.Task) (runners.Result, error) {
-		if r.pipe == nil {
+		if r.pipe == nil && r.ipipe == nil {
 			return nil, fmt.Errorf("%s: the runner is not warmed up", r.model)
 		}
 		res, err := r.generate(ctx, t)
@@ -171,7 +184,7 @@ func (r *PipelineRunner) generate(ctx context.Context, t runners.Task) (*runners
 	if err != nil || req == nil {
 		return nil, fmt.Errorf("request is %T, not *runners.VideoRequest", t.Request)
 	}
-	if len(req.Images) > 0 {
+	if len(req.Images) > 0 && !r.i2v {
 		return nil, &simdev.BadRequest{Msg: r.model + ": image_prompts: the Wan2.2 T2V pipeline takes no images"}
 	}
 	if req.Width <= 0 || req.Height <= 0 || req.Frames <= 0 {
@@ -190,15 +203,22 @@ func (r *PipelineRunner) generate(ctx context.Context, t runners.Task) (*runners
 	if err := progress(0); err != nil {
 		return nil, err
 	}
-	frames, err := r.pipe.Generate(ctx, t2v.Request{Prompt: req.Prompt, NegativePrompt: req.NegativePrompt, Steps: steps,
-		Seed: uint64(req.Seed)}, t2v.Hooks{Step: func(done, _ int) error { return progress(done) }})
-	if errors.Is(err, t2v.ErrRequest) {
+	hooks := t2v.Hooks{Step: func(done, _ int) error { return progress(done) }}
+	var frames [][]byte
+	var sh t2v.Shape
+	if r.i2v {
+		frames, sh, err = r.generateI2V(ctx, req, steps, hooks)
+	} else {
+		sh = r.pipe.Shape()
+		frames, err = r.pipe.Generate(ctx, t2v.Request{Prompt: req.Prompt, NegativePrompt: req.NegativePrompt, Steps: steps,
+			Seed: uint64(req.Seed)}, hooks)
+	}
+	if errors.Is(err, t2v.ErrRequest) || errors.Is(err, i2v.ErrRequest) {
 		return nil, &simdev.BadRequest{Msg: err.Error()}
 	}
 	if err != nil {
 		return nil, err
 	}
-	sh := r.pipe.Shape()
 	return &runners.VideoResult{Width: req.Width, Height: req.Height, FPS: r.fps,
 		Frames: fit(frames, sh.Width, sh.Height, req.Width, req.Height, req.Frames)}, nil
 }
@@ -247,6 +267,6 @@ func (r *PipelineRunner) closeDevice() error {
 		errs = append(errs, r.dev.Close())
 		r.dev = nil
 	}
-	r.pipe = nil
+	r.pipe, r.ipipe = nil, nil
 	return errors.Join(errs...)
 }

@@ -5,8 +5,9 @@
 // stops at the next step when its task is cancelled, and makes a deterministic moving picture
 // that depends on the prompt, the seed and the I2V images, at the size the request names (the
 // server shrinks it by MOCK_VIDEO_SCALE in mock-device mode), with a soundtrack for the
-// text-to-audio-video models. tt-wan2.2 can instead run the Wan2.2 T2V host pipeline
-// (runners/wan/t2v) on the simulator: PipelineRunner, chosen by PipelineFactory.
+// text-to-audio-video models. tt-wan2.2 and tt-wan2.2-i2v can instead run the Wan2.2 T2V and
+// I2V host pipelines (runners/wan/t2v, runners/wan/i2v) on the simulator: PipelineRunner,
+// chosen by PipelineFactory.
 package wan
 
 import (
@@ -26,13 +27,13 @@ import (
 )
 
 // Register adds every catalogued video model, each served by the simulated runner, except
-// that tt-wan2.2 runs the Wan2.2 T2V host pipeline on the simulator when PipelineFactory can
-// (MODEL_WEIGHTS_PATH with the UMT5 tokenizer, mock-device mode).
+// that tt-wan2.2 and tt-wan2.2-i2v run the Wan2.2 T2V and I2V host pipelines on the simulator
+// when PipelineFactory can (MODEL_WEIGHTS_PATH with the UMT5 tokenizer, mock-device mode).
 func Register(reg *runners.Registry) {
 	for _, m := range runners.Models() {
 		if m.Service == runners.ServiceVideo {
 			f := Factory(m.Name)
-			if m.Name == catalogue.RunnerWan22 {
+			if m.Name == catalogue.RunnerWan22 || m.Name == catalogue.RunnerWan22I2V {
 				reg.Register(m.Name, PipelineFactory(m.Name, f), f)
 				continue
 			}
