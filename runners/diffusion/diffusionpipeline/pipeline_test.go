@@ -36,17 +36,50 @@ var smallSpec = Spec{LatentChannels: 4, LatentHeight: 8, LatentWidth: 8, SeqLen:
 // fakeDevice records the calls and computes simple deterministic outputs from its inputs.
 type fakeDevice struct {
 	spec    Spec
-	calls   []string
 	prompts [][]clip.SDXLInputs
-	ts      []float32
-	samples [][]float32
-	conds   []*Cond
-	vaeIn   [][]float32
-	onUNet  func(step int) // called after each UNet call (1-based count)
-	failAt  int            // UNet call (1-based) that fails
+	fakeDenoiser[Cond]
 }
 
 var errFake = errors.New("fake device failure")
+
+// fakeDenoiser records a fake device's calls of its denoiser (SDXL's UNet, SD3.5's
+// transformer) and VAE; C is the denoiser's conditioning.
+type fakeDenoiser[C any] struct {
+	calls   []string
+	ts      []float32
+	samples [][]float32
+	conds   []*C
+	vaeIn   [][]float32
+	onStep  func(step int) // called after each denoiser call (1-based count)
+	failAt  int            // denoiser call (1-based) that fails
+}
+
+// denoise records one denoiser call (name in calls) and answers out(), or errFake at failAt.
+func (f *fakeDenoiser[C]) denoise(name string, sample []float32, t float32, cond *C, out func() []float32) ([]float32, error) {
+	f.calls = append(f.calls, name)
+	f.ts = append(f.ts, t)
+	f.samples = append(f.samples, append([]float32(nil), sample...))
+	f.conds = append(f.conds, cond)
+	if len(f.ts) == f.failAt {
+		return nil, errFake
+	}
+	o := out()
+	if f.onStep != nil {
+		f.onStep(len(f.ts))
+	}
+	return o, nil
+}
+
+// vae records a VAE call and answers a 3 x h x w image of tanh of the latents, repeated.
+func (f *fakeDenoiser[C]) vae(lat []float32, h, w int) []float32 {
+	f.calls = append(f.calls, "vae")
+	f.vaeIn = append(f.vaeIn, append([]float32(nil), lat...))
+	out := make([]float32, 3*h*w)
+	for i := range out {
+		out[i] = float32(math.Tanh(float64(lat[i%len(lat)])))
+	}
+	return out
+}
 
 func (f *fakeDevice) Spec() Spec { return f.spec }
 
@@ -78,28 +111,11 @@ func fakeNoise(sample []float32, t float32, elems int) []float32 {
 }
 
 func (f *fakeDevice) UNet(_ context.Context, sample []float32, t float32, cond *Cond) ([]float32, error) {
-	f.calls = append(f.calls, "unet")
-	f.ts = append(f.ts, t)
-	f.samples = append(f.samples, append([]float32(nil), sample...))
-	f.conds = append(f.conds, cond)
-	if len(f.ts) == f.failAt {
-		return nil, errFake
-	}
-	out := fakeNoise(sample, t, f.spec.LatentElems())
-	if f.onUNet != nil {
-		f.onUNet(len(f.ts))
-	}
-	return out, nil
+	return f.denoise("unet", sample, t, cond, func() []float32 { return fakeNoise(sample, t, f.spec.LatentElems()) })
 }
 
 func (f *fakeDevice) VAE(_ context.Context, lat []float32) ([]float32, error) {
-	f.calls = append(f.calls, "vae")
-	f.vaeIn = append(f.vaeIn, append([]float32(nil), lat...))
-	out := make([]float32, 3*f.spec.ImageHeight*f.spec.ImageWidth)
-	for i := range out {
-		out[i] = float32(math.Tanh(float64(lat[i%len(lat)])))
-	}
-	return out, nil
+	return f.vae(lat, f.spec.ImageHeight, f.spec.ImageWidth), nil
 }
 
 func newFake(t testing.TB) (*Pipeline, *fakeDevice) {
@@ -348,7 +364,7 @@ func TestCancelWithinOneStep(t *testing.T) {
 			p, dev := newFake(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			dev.onUNet = func(step int) {
+			dev.onStep = func(step int) {
 				if step == at {
 					cancel()
 				}

@@ -40,14 +40,8 @@ func (f *fakeT5) T5IDs(text string, maxLen int) []int {
 // fakeSD3 records the calls and computes simple deterministic outputs from its inputs.
 type fakeSD3 struct {
 	spec    SD3Spec
-	calls   []string
 	prompts [][]SD3Inputs
-	ts      []float32
-	samples [][]float32
-	conds   []*SD3Cond
-	vaeIn   [][]float32
-	onStep  func(step int)
-	failAt  int
+	fakeDenoiser[SD3Cond]
 }
 
 func (f *fakeSD3) Spec() SD3Spec { return f.spec }
@@ -87,28 +81,11 @@ func fakeVelocity(sample []float32, t float32, elems int) []float32 {
 }
 
 func (f *fakeSD3) Transformer(_ context.Context, sample []float32, t float32, cond *SD3Cond) ([]float32, error) {
-	f.calls = append(f.calls, "transformer")
-	f.ts = append(f.ts, t)
-	f.samples = append(f.samples, append([]float32(nil), sample...))
-	f.conds = append(f.conds, cond)
-	if len(f.ts) == f.failAt {
-		return nil, errFake
-	}
-	out := fakeVelocity(sample, t, f.spec.LatentElems())
-	if f.onStep != nil {
-		f.onStep(len(f.ts))
-	}
-	return out, nil
+	return f.denoise("transformer", sample, t, cond, func() []float32 { return fakeVelocity(sample, t, f.spec.LatentElems()) })
 }
 
 func (f *fakeSD3) VAE(_ context.Context, lat []float32) ([]float32, error) {
-	f.calls = append(f.calls, "vae")
-	f.vaeIn = append(f.vaeIn, append([]float32(nil), lat...))
-	out := make([]float32, 3*f.spec.ImageHeight*f.spec.ImageWidth)
-	for i := range out {
-		out[i] = float32(math.Tanh(float64(lat[i%len(lat)])))
-	}
-	return out, nil
+	return f.vae(lat, f.spec.ImageHeight, f.spec.ImageWidth), nil
 }
 
 func newFakeSD3(t testing.TB, t5 T5Tokenizer) (*SD3Pipeline, *fakeSD3) {
