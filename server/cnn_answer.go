@@ -127,19 +127,28 @@ func forgeList(top []runners.Classification, minConfidence float64) forgeOutput 
 	return o
 }
 
-// forgeDetections is a Forge detector's answer: the top-1 of all detections (before
-// min_confidence, as HEAD takes it), the kept ones' labels, probabilities and indices, and
-// their boxes and numeric scores. verbose_json is HEAD's CSV line
-// "top1,top1_probability,label,probability(.1f),index,...". An image without a detection
-// answers an empty top-1 ("", "0.0000%"), where HEAD's runner fails on labels[0].
+// forgeDetections is a Forge detector's answer (HEAD's ForgeRunner._postprocess_model_output
+// and _format_response over its YOLOX loader's detections): the top-1 of all detections
+// (before min_confidence, as HEAD takes it), the kept ones' labels, probabilities and indices,
+// and their boxes and numeric scores, which are left out when none is kept. verbose_json is
+// HEAD's CSV line "top1,top1_probability,label,probability(.1f),index,...".
+//
+// On the Python road the worker carries what HEAD's runner answered: its kept detections,
+// and, when it kept none (its output then has no boxes), its top-1 as the one class of Top,
+// which is then the answer's top-1. An image without any detection answers an empty top-1
+// ("", "0.0000%"), where HEAD's runner fails on labels[0].
 func forgeDetections(res *runners.CNNResult, up *cnnUpload) any {
 	r := forgeResult{Top1Probability: percent(0)}
-	if len(res.Detections) > 0 {
+	switch {
+	case len(res.Detections) > 0:
 		r.Top1Label, r.Top1Probability = res.Detections[0].Label, percent(res.Detections[0].Score)
+	case len(res.Top) > 0:
+		r.Top1Label, r.Top1Probability = res.Top[0].Label, percent(res.Top[0].Probability)
 	}
 	var kept []runners.Detection
 	for _, d := range res.Detections {
-		if d.Score*100 >= up.minConfidence {
+		// HEAD compares the loader's rounded percent string (f"{score * 100:.4f}%").
+		if p, _ := strconv.ParseFloat(strconv.FormatFloat(d.Score*100, 'f', 4, 64), 64); p >= up.minConfidence {
 			kept = append(kept, d)
 		}
 	}
