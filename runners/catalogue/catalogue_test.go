@@ -172,3 +172,30 @@ func TestImageSizesAreHEADs(t *testing.T) {
 		require.Equal(t, size, m.Image.Size, m.Name)
 	}
 }
+
+// Every image model's default guidance is what HEAD's runner for it runs at when a request
+// sends none: HEAD's ImageGenerateRequest default (5.0) where the runner passes the request's
+// (SDXL, SDXL-512); the pipeline's own where HEAD's TTDiTRunner.run passes none (tt-metal
+// models/tt_dit/pipelines: SD3.5 3.5; Flux1Pipeline.__call__ guidance_scale 3.5 for dev,
+// schnell none; MotifPipeline.__call__ cfg_scale 5.0; QwenImagePipeline.run_single_prompt
+// cfg_scale 4.0); Z-Image-Turbo none. PythonGuidance is the same for the tt-dit runners.
+func TestImageGuidanceIsHEADs(t *testing.T) {
+	want := map[string]float64{
+		RunnerSDXL: 5, RunnerSDXLImg2Img: 5, RunnerSDXLEdit: 5, RunnerXLASDXL: 5,
+		RunnerSD35: 3.5, RunnerFlux1Dev: 3.5, RunnerFlux1Schnell: 0, RunnerMotifImage6B: 5,
+		RunnerQwenImage: 4, RunnerQwenImage2512: 4, RunnerZImageTurbo: 0,
+	}
+	python := map[string]float64{
+		RunnerSD35: 3.5, RunnerFlux1Dev: 3.5, RunnerFlux1Schnell: 1, RunnerMotifImage6B: 5,
+		RunnerQwenImage: 4, RunnerQwenImage2512: 4, RunnerZImageTurbo: 1,
+	}
+	for _, m := range Models() {
+		if m.Service != ServiceImage {
+			continue
+		}
+		g, ok := want[m.Name]
+		require.True(t, ok, "%s: HEAD's guidance is not pinned here", m.Name)
+		require.Equal(t, g, m.Image.Guidance, m.Name)
+		require.Equal(t, python[m.Name], m.Image.PythonGuidance, "%s: the guidance HEAD's class always uses", m.Name)
+	}
+}

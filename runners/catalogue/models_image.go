@@ -121,6 +121,10 @@ const (
 	fluxMinSteps        = 4      // HEAD's _FLUX_MIN_INFERENCE_STEPS
 	fluxTransformerStep = 470e-3 // s per Flux transformer step (the flux1-*-transformer manifest; scaled from SD3.5's, not measured)
 	fluxDevGuidance     = 3.5    // FluxPipeline's default embedded guidance (dev; schnell takes none)
+	// qwenGuidance is what HEAD's Qwen-Image runs at: TTDiTRunner.run calls tt-metal's
+	// QwenImagePipeline.run_single_prompt without one, whose cfg_scale defaults to 4.0
+	// (models/tt_dit/pipelines/qwenimage/pipeline_qwenimage.py), diffusers' true_cfg_scale.
+	qwenGuidance = 4.0
 	// ditSize is the output side of HEAD's tt-dit image pipelines (SD3.5, Flux.1, Motif,
 	// Qwen-Image): tt-metal's create_pipeline defaults (width = height = 1024), which HEAD's
 	// runners do not override. zImageTurboSize is Z-Image-Turbo's: tt-metal's ZImageTurbo has
@@ -236,10 +240,10 @@ var newImageModels = []Model{
 		return m
 	}(),
 	ditImage(RunnerQwenImage, "Qwen-Image", "Qwen/Qwen-Image", "TTQwenImageRunner",
-		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, qwenTraceRegion),
+		ImagePolicy{MinSteps: defaultMinSteps, Guidance: qwenGuidance}, qwenTraceRegion),
 	// runner_fabric builds TTQwenImageRunner for the 2512 weights too.
 	ditImage(RunnerQwenImage2512, "Qwen-Image-2512", "Qwen/Qwen-Image-2512", "TTQwenImageRunner",
-		ImagePolicy{MinSteps: defaultMinSteps, Guidance: sdxlGuidance}, qwenTraceRegion),
+		ImagePolicy{MinSteps: defaultMinSteps, Guidance: qwenGuidance}, qwenTraceRegion),
 	// SDXL through the Forge compiler (tt-xla) on one Blackhole chip: HEAD's SDXLForgeRunner,
 	// at its default 512x512 (hotshotco/SDXL-512; TTXLA_SDXL_RESOLUTION=1024, which this server
 	// does not read, would select the 1024 base weights). It reads prompt, negative_prompt,
