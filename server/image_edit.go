@@ -8,14 +8,11 @@ package server
 // HEAD's dialect only.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"image"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/media/imaging"
@@ -187,148 +184,94 @@ func (s *Server) decodeInputs(ctx context.Context, req *runners.ImageRequest, im
 	return release, nil
 }
 
-// parseOpenAIImageInput reads OpenAI's multipart images/edits form: image (file, required; one
-// image, as image or image[]), mask (file; required for inpainting, refused for
-// image-to-image; OpenAI's convention: its fully transparent pixels mark the area to repaint,
-// or, without transparency, a grayscale mask whose white marks it), prompt (required), n 1-4,
-// size (auto or the model's: 1024x1024, or 512x512 with SDXL_IMAGE_RESOLUTION=512), response_format b64_json (url refused), model, output_format
-// (png|jpeg|webp), output_compression 0-100, quality (as /v1/images/generations), background
-// (auto|opaque), user; extensions: negative_prompt, seed, strength (0-1, default 0.6),
-// num_inference_steps or steps (12-50), guidance_scale (1-20). Any other field is refused.
+// openAIImageInputParams is OpenAI's images/edits form (also image-to-image's), declared
+// (decodeOpenAIForm): image (one file, as image or image[]), mask (a file: required or refused by
+// the route, parseOpenAIImageInput), prompt, n, size (the model's sizes: checked against the
+// model table), response_format (b64_json; url refused), model (the model table), output_format,
+// output_compression (jpeg and webp only), quality, background, user; extensions
+// negative_prompt, seed, strength, steps or num_inference_steps (override quality),
+// guidance_scale. OutputFormat holds its default (png) until the form says otherwise.
+type openAIImageInputParams struct {
+	_                 struct{} `msg.unknown:"field %q is not supported on this route"`
+	Image             []byte   `json:"image" form:"image image[],file" validate:"required" msg:"you must provide an image (multipart field \"image\")" msg.repeat:"one image is accepted; this model edits a single image"`
+	Mask              []byte   `json:"mask" form:",file"`
+	Prompt            *string  `json:"prompt" validate:"required,nonblank" msg:"prompt must be a non-empty string"`
+	NegativePrompt    string   `json:"negative_prompt"`
+	Model             string   `json:"model" form:",trim"`
+	N                 *int64   `json:"n" form:",trim" validate:"omitnil,min=1,max=4" msg:"n must be an integer between 1 and 4, got %q"`
+	Size              *string  `json:"size" form:",trim"`
+	ResponseFormat    *string  `json:"response_format" form:",trim" validate:"omitnil,ne=url,eq=b64_json" msg:"response_format must be \"b64_json\", got %q" msg.ne:"response_format \"url\" is not supported: this server does not store images; use \"b64_json\""`
+	OutputFormat      string   `json:"output_format" form:",trim" validate:"oneof=png jpeg webp" msg:"output_format %q is not supported; accepted: png, jpeg, webp"`
+	OutputCompression *int64   `json:"output_compression" form:",trim" validate:"omitnil,min=0,max=100,excluded_if=OutputFormat png" msg:"output_compression must be an integer between 0 and 100, got %q" msg.excluded_if:"output_compression applies to jpeg and webp only; output_format is png (lossless)"`
+	Quality           *string  `json:"quality" form:",trim" validate:"omitnil,oneof=auto standard medium low high hd" msg:"quality must be one of auto, low, medium, high, standard, hd; got %q"`
+	Background        *string  `json:"background" form:",trim" validate:"omitnil,oneof=auto opaque" msg:"background %q is not supported; accepted: auto, opaque"`
+	User              string   `json:"user" form:",trim" validate:"maxbytes=256" msg:"user must be at most 256 bytes (an end-user id), got %d"`
+	Seed              *int64   `json:"seed" form:",trim" msg.type:"seed must be an integer, got %q"`
+	Strength          *float64 `json:"strength" form:",trim" validate:"omitnil,min=0,max=1" msg:"strength must be a number between 0 and 1, got %q"`
+	Steps             *int64   `json:"steps" form:",trim" validate:"omitnil,min=12,max=50" msg:"steps must be an integer between 12 and 50, got %q"`
+	NumInferenceSteps *int64   `json:"num_inference_steps" form:",trim" validate:"omitnil,min=12,max=50" msg:"num_inference_steps must be an integer between 12 and 50, got %q"`
+	GuidanceScale     *float64 `json:"guidance_scale" form:",trim" validate:"omitnil,min=1,max=20" msg:"guidance_scale must be a number between 1 and 20, got %q"`
+}
+
+// parseOpenAIImageInput reads OpenAI's multipart images/edits form (openAIImageInputParams) into
+// the route's imageGeneration. mask is required for inpainting and refused for image-to-image;
+// OpenAI's convention: its fully transparent pixels mark the area to repaint, or, without
+// transparency, a grayscale mask whose white marks it. size is auto or the model's (1024x1024,
+// or 512x512 with SDXL_IMAGE_RESOLUTION=512); quality low → 12 steps, high and hd → 40, others
+// NUM_INFERENCE_STEPS, and steps or num_inference_steps (12-50) override it; strength defaults
+// to 0.6.
 func parseOpenAIImageInput(in *request, ctHeader string, route imageInputRoute, defaultSteps, defaultQuality int, models *modelTable) (*imageGeneration, error) {
-	if in.contentType != "multipart/form-data" {
-		return nil, &apiError{status: http.StatusBadRequest,
-			msg: fmt.Sprintf("Content-Type must be multipart/form-data, got %q", ctHeader)}
+	p := openAIImageInputParams{OutputFormat: "png"}
+	if err := decodeOpenAIForm(in, ctHeader, openAIFormLimits, &p); err != nil {
+		return nil, err
 	}
-	if in.boundary == "" {
-		return nil, invalidParam("", "multipart/form-data without a boundary")
+	if err := models.resolve(p.Model); err != nil {
+		return nil, err
+	}
+	sizes := models.imageSizes() // the model's output size (SDXL_IMAGE_RESOLUTION)
+	if p.Size != nil && *p.Size != "auto" && !slices.Contains(sizes, *p.Size) {
+		return nil, invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", shorten(*p.Size), strings.Join(sizes, ", "))
+	}
+	switch mask := p.Mask != nil; {
+	case route.edit && !mask:
+		return nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", catalogue.RunnerSDXLEdit)
+	case !route.edit && mask:
+		return nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", catalogue.RunnerSDXLEdit)
 	}
 	if defaultSteps < 12 || defaultSteps > 50 {
 		defaultSteps = 20
 	}
-	sizes := models.imageSizes() // the model's output size (SDXL_IMAGE_RESOLUTION)
-	req := &imageGeneration{dialect: dialectOpenAI, size: sizes[0], outputFormat: "png", compression: defaultQuality, quality: "auto"}
+	req := &imageGeneration{dialect: dialectOpenAI, size: sizes[0], outputFormat: p.OutputFormat, compression: defaultQuality,
+		quality: "auto", model: p.Model, user: p.User, image: p.Image, mask: p.Mask, hasMask: p.Mask != nil}
 	req.NumberOfImages, req.NumInferenceSteps, req.GuidanceScale, req.Strength = 1, defaultSteps, runners.DefaultGuidance(catalogue.RunnerSDXLEdit), defaultStrength
-	var img, mask []byte
-	var gotImage, gotMask, gotPrompt, gotCompression bool
-	form := openAIFormSpec([]string{"image", "image[]", "mask"}, nil)
-	err := readForm(bytes.NewReader(in.data), in.boundary, form, func(name string, raw []byte) error {
-		switch name {
-		case "image", "image[]":
-			if gotImage { // the other spelling sent too (a repeated one is readForm's 400)
-				return invalidParam("image", "one image is accepted; this model edits a single image")
-			}
-			img, gotImage = raw, true
-			return nil
-		case "mask":
-			mask, gotMask = raw, true
-			return nil
-		}
-		if len(raw) > maxOpenAIFieldBytes {
-			return invalidParam(name, "field %s is longer than %d bytes", name, maxOpenAIFieldBytes)
-		}
-		v := strings.TrimSpace(string(raw))
-		intIn := func(lo, hi int) (int, error) {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo || n > hi {
-				return 0, invalidParam(name, "%s must be an integer between %d and %d, got %q", name, lo, hi, v)
-			}
-			return n, nil
-		}
-		floatIn := func(lo, hi float64) (float64, error) {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(f) || f < lo || f > hi {
-				return 0, invalidParam(name, "%s must be a number between %g and %g, got %q", name, lo, hi, v)
-			}
-			return f, nil
-		}
-		var perr error
-		switch name {
-		case "prompt":
-			req.Prompt, gotPrompt = string(raw), true
-		case "negative_prompt":
-			req.NegativePrompt = string(raw)
-		case "model":
-			req.model = v
-			perr = models.resolve(v)
-		case "n":
-			req.NumberOfImages, perr = intIn(1, maxOpenAIImages)
-		case "size":
-			if v != "auto" && !slices.Contains(sizes, v) {
-				perr = invalidParam("size", "size %q is not supported by this model; accepted: auto, %s", v, strings.Join(sizes, ", "))
-			} else if v != "auto" {
-				req.size = v
-			}
-		case "response_format":
-			switch v {
-			case "b64_json":
-			case "url":
-				perr = invalidParam("response_format", "response_format \"url\" is not supported: this server does not store images; use \"b64_json\"")
-			default:
-				perr = invalidParam("response_format", "response_format must be \"b64_json\", got %q", v)
-			}
-		case "output_format":
-			if v != "png" && v != "jpeg" && v != "webp" {
-				perr = invalidParam("output_format", "output_format %q is not supported; accepted: png, jpeg, webp", v)
-			}
-			req.outputFormat = v
-		case "output_compression":
-			req.compression, perr = intIn(0, 100)
-			gotCompression = true
-		case "quality":
-			switch v {
-			case "auto", "standard", "medium":
-			case "low":
-				req.NumInferenceSteps = stepsLowQuality
-			case "high", "hd":
-				req.NumInferenceSteps = stepsHighQuality
-			default:
-				perr = invalidParam("quality", "quality must be one of auto, low, medium, high, standard, hd; got %q", v)
-			}
-		case "background":
-			if v != "auto" && v != "opaque" {
-				perr = invalidParam("background", "background %q is not supported; accepted: auto, opaque", v)
-			}
-		case "user":
-			if perr = checkEndUser(v); perr == nil {
-				req.user = v
-			}
-		case "seed":
-			var n int64
-			if n, perr = strconv.ParseInt(v, 10, 64); perr != nil {
-				perr = invalidParam("seed", "seed must be an integer, got %q", v)
-			} else {
-				req.Seed = &n
-			}
-		case "strength":
-			req.Strength, perr = floatIn(0, 1)
-		case "steps", "num_inference_steps":
-			req.NumInferenceSteps, perr = intIn(12, 50)
-		case "guidance_scale":
-			req.GuidanceScale, perr = floatIn(1, 20)
-		default:
-			perr = invalidParam(name, "field %q is not supported on this route", name)
-		}
-		return perr
-	})
-	if err != nil {
-		return nil, err
+	req.Prompt, req.NegativePrompt, req.Seed = *p.Prompt, p.NegativePrompt, p.Seed
+	if p.Size != nil && *p.Size != "auto" {
+		req.size = *p.Size
 	}
-	switch {
-	case !gotImage:
-		return nil, invalidParam("image", "you must provide an image (multipart field \"image\")")
-	case !gotPrompt || strings.TrimSpace(req.Prompt) == "":
-		return nil, invalidParam("prompt", "prompt must be a non-empty string")
-	case route.edit && !gotMask:
-		return nil, invalidParam("mask", "you must provide a mask: this model inpaints (MODEL_RUNNER=%s)", catalogue.RunnerSDXLEdit)
-	case !route.edit && gotMask:
-		return nil, invalidParam("mask", "mask is for inpainting (MODEL_RUNNER=%s); this route transforms the whole image", catalogue.RunnerSDXLEdit)
-	case gotCompression && req.outputFormat == "png":
-		return nil, invalidParam("output_compression", "output_compression applies to jpeg and webp only; output_format is png (lossless)")
+	if p.N != nil {
+		req.NumberOfImages = int(*p.N)
 	}
-	req.image, req.hasMask = img, gotMask
-	if gotMask {
-		req.mask = mask
+	if p.OutputCompression != nil {
+		req.compression = int(*p.OutputCompression)
+	}
+	if p.Quality != nil {
+		switch *p.Quality {
+		case "low":
+			req.NumInferenceSteps = stepsLowQuality
+		case "high", "hd":
+			req.NumInferenceSteps = stepsHighQuality
+		}
+	}
+	for _, v := range []*int64{p.Steps, p.NumInferenceSteps} {
+		if v != nil {
+			req.NumInferenceSteps = int(*v)
+		}
+	}
+	if p.Strength != nil {
+		req.Strength = *p.Strength
+	}
+	if p.GuidanceScale != nil {
+		req.GuidanceScale = *p.GuidanceScale
 	}
 	return req, nil
 }

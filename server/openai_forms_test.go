@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -325,4 +327,39 @@ func TestOpenAIVideoFormAnswers(t *testing.T) {
 				msg: "input_reference: image could not be decoded (PNG, JPEG or WebP): invalid image: image: unknown format"},
 		})
 	})
+}
+
+// TestOpenAIFormTagsMatchLimits: the limits spelled in the form tags are the server's.
+func TestOpenAIFormTagsMatchLimits(t *testing.T) {
+	typ := reflect.TypeFor[openAIImageInputParams]()
+	for field, want := range map[string]string{"N": fmt.Sprintf("max=%d", maxOpenAIImages), "User": fmt.Sprintf("maxbytes=%d", maxEndUser)} {
+		f, ok := typ.FieldByName(field)
+		require.True(t, ok)
+		require.Contains(t, f.Tag.Get("validate"), want)
+	}
+}
+
+// TestOpenAIImageInputStepsOverrideQuality: steps and num_inference_steps override quality
+// whatever the order of the parts, num_inference_steps winning over steps (as on
+// /v1/images/generations; before the form was declared the last part won).
+func TestOpenAIImageInputStepsOverrideQuality(t *testing.T) {
+	s, f := imageInputServer(t, catalogue.RunnerSDXLImg2Img, "")
+	img := string(pngBytes(t, image.NewNRGBA(image.Rect(0, 0, 8, 8))))
+	for _, tc := range []struct {
+		name  string
+		more  []string
+		steps int
+	}{
+		{"quality alone", []string{"quality", "high"}, stepsHighQuality},
+		{"steps then quality", []string{"steps", "30", "quality", "low"}, 30},
+		{"quality then steps", []string{"quality", "low", "steps", "30"}, 30},
+		{"num_inference_steps then steps", []string{"num_inference_steps", "25", "steps", "30"}, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ct, body := partsBody(t, withParts([]part{{"image", "i.png", img}, {"prompt", "", "p"}}, fieldsOf(tc.more...)...))
+			w := serve(s, http.MethodPost, "/v1/images/image-to-image", ct, body)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			require.Equal(t, tc.steps, f.last.(*runners.ImageRequest).NumInferenceSteps)
+		})
+	}
 }

@@ -42,16 +42,9 @@ type imageGeneration struct {
 	user string
 }
 
-// maxEndUser bounds OpenAI's user field (an end-user id) so the access log stays one short line.
+// maxEndUser bounds OpenAI's user field (an end-user id) so the access log stays one short line
+// (the user tags of openAIImageParams and openAIImageInputParams).
 const maxEndUser = 256
-
-// checkEndUser refuses a user id longer than maxEndUser.
-func checkEndUser(v string) error {
-	if len(v) > maxEndUser {
-		return invalidParam("user", "user must be at most %d bytes (an end-user id), got %d", maxEndUser, len(v))
-	}
-	return nil
-}
 
 // Steps used for OpenAI's quality values; "auto", "standard" and "medium" use
 // NUM_INFERENCE_STEPS.
