@@ -311,7 +311,11 @@ func TestOpenAIVideoFormAnswers(t *testing.T) {
 		{name: "not a form", ctype: "text/plain", raw: []byte("x"), status: 400, param: nil,
 			msg: `Content-Type must be application/json or multipart/form-data, got "text/plain"`},
 		{name: "malformed", ctype: "multipart/form-data; boundary=xyz", raw: []byte("--xyz\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nx"),
-			status: 400, param: "prompt", msg: "unreadable: unexpected EOF"},
+			// Changed: was param "prompt", "unreadable: unexpected EOF" (the body's framing, not the field, is broken).
+			status: 400, param: nil, msg: "malformed multipart body: unexpected EOF"},
+		// Changed: a text part over MAX_VIDEO_IMAGE_BYTES was cut to its first MAX_VIDEO_IMAGE_BYTES+1 bytes.
+		{name: "prompt too long", parts: fieldsOf("prompt", strings.Repeat("x", 1<<20+1)), status: 400, param: "prompt",
+			msg: "field prompt is longer than 1048576 bytes"},
 		{name: "model not served", parts: fieldsOf("prompt", "x", "model", "sora-2"), status: 404, param: "model",
 			msg: `model "sora-2" is not served here; this deployment serves tt-wan2.2`},
 		{name: "seconds", parts: fieldsOf("prompt", "x", "seconds", "8"), status: 400, param: "seconds", msg: `seconds: tt-wan2.2 makes 81 frames at 16 fps: seconds must be "5" (or left out)`},
@@ -327,6 +331,14 @@ func TestOpenAIVideoFormAnswers(t *testing.T) {
 				msg: "input_reference: image could not be decoded (PNG, JPEG or WebP): invalid image: image: unknown format"},
 		})
 	})
+}
+
+// TestOpenAIVideoFormMatchesJSON: the video form takes the JSON body's fields and refuses
+// others with the same sentence.
+func TestOpenAIVideoFormMatchesJSON(t *testing.T) {
+	form := formDeclOf(reflect.TypeFor[openAIVideoForm]())
+	require.Equal(t, declaredNames(reflect.TypeFor[openAIVideoParams]()), form.jsonNames)
+	require.Equal(t, unknownVideoParam("x").Error(), invalidParam("x", form.unknownMsg, "x").Error())
 }
 
 // TestOpenAIFormTagsMatchLimits: the limits spelled in the form tags are the server's.

@@ -4,12 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -88,57 +84,45 @@ func unknownVideoParam(name string) error {
 		strings.Join(declaredNames(reflect.TypeFor[openAIVideoParams]()), ", "))
 }
 
+// openAIVideoForm is VideoCreateParams as a multipart form, declared (decodeOpenAIForm): the
+// JSON body's fields, input_reference an image file.
+type openAIVideoForm struct {
+	_              struct{} `msg.unknown:"unknown parameter %q; POST /v1/videos reads prompt, model, seconds, size, input_reference" msg.duplicate:"%s sent twice; send it once"`
+	Prompt         string   `json:"prompt"`
+	Model          string   `json:"model"`
+	Seconds        string   `json:"seconds"`
+	Size           string   `json:"size"`
+	InputReference []byte   `json:"input_reference" form:",file"`
+}
+
 // handleOpenAIVideoCreate is POST /v1/videos: JSON or multipart (input_reference, an image,
 // conditions frame 0 on I2V models).
 func (s *Server) handleOpenAIVideoCreate(c *gin.Context) {
 	const d = dialectOpenAI
-	data, err := io.ReadAll(c.Request.Body)
+	body, err := readRequest(c.Request)
 	if err != nil {
-		s.fail(c, d, bodyErr(err))
+		s.fail(c, d, err)
 		return
 	}
 	in := &videoInput{}
 	model := ""
-	fields := map[string]string{}
-	ct, params, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	switch ct {
+	var fields map[string]string
+	switch ct := body.contentType; ct {
 	case "multipart/form-data":
-		mr := multipart.NewReader(strings.NewReader(string(data)), params["boundary"])
-		for {
-			part, err := mr.NextPart()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				s.fail(c, d, invalidParam("", "malformed multipart body: %v", err))
-				return
-			}
-			name := part.FormName()
-			if !slices.Contains(declaredNames(reflect.TypeFor[openAIVideoParams]()), name) {
-				s.fail(c, d, unknownVideoParam(name))
-				return
-			}
-			if _, dup := fields[name]; dup || (name == "input_reference" && len(in.images) > 0) {
-				s.fail(c, d, invalidParam(name, "%s sent twice; send it once", name))
-				return
-			}
-			b, err := io.ReadAll(io.LimitReader(part, s.cfg.Video.MaxImageBytes+1))
-			if err != nil {
-				s.fail(c, d, invalidParam(name, "unreadable: %v", err))
-				return
-			}
-			if name == "input_reference" {
-				if int64(len(b)) > s.cfg.Video.MaxImageBytes {
-					s.fail(c, d, &apiError{status: http.StatusRequestEntityTooLarge, param: name, msg: fmt.Sprintf("input_reference exceeds %d bytes", s.cfg.Video.MaxImageBytes)})
-					return
-				}
-				in.images = append(in.images, videoImageIn{data: b, field: "input_reference"})
-				continue
-			}
-			fields[name] = string(b)
+		// Every part is bounded by MAX_VIDEO_IMAGE_BYTES: the image (413 past it) and the text
+		// fields (400 past it).
+		var f openAIVideoForm
+		lim := formLimits{fieldBytes: int(s.cfg.Video.MaxImageBytes), fileBytes: s.cfg.Video.MaxImageBytes}
+		if err := decodeOpenAIForm(body, c.GetHeader("Content-Type"), lim, &f); err != nil {
+			s.fail(c, d, err)
+			return
 		}
+		if f.InputReference != nil {
+			in.images = append(in.images, videoImageIn{data: f.InputReference, field: "input_reference"})
+		}
+		fields = map[string]string{"prompt": f.Prompt, "model": f.Model, "seconds": f.Seconds, "size": f.Size}
 	case "application/json", "":
-		b, err := parseBody(data)
+		b, err := parseBody(body.data)
 		if err != nil {
 			s.fail(c, d, err)
 			return
@@ -148,7 +132,7 @@ func (s *Server) handleOpenAIVideoCreate(c *gin.Context) {
 			return
 		}
 		var p openAIVideoParams
-		if err := decodeOpenAI(data, &p); err != nil {
+		if err := decodeOpenAI(body.data, &p); err != nil {
 			s.fail(c, d, err)
 			return
 		}
