@@ -10,10 +10,11 @@
 # For each LOAD in LOADS, an open-loop run submits jobs at LOAD × capacity (ARRIVAL constant by
 # default, or poisson) for DURATION, follows every job to completed (tt-media-bench --kind
 # video: submit → poll → completed) and reports
-#   * achieved jobs/s: the devices' throughput, i.e. jobs whose last denoising step (seen by a
+#   * achieved jobs/s (judged for constant arrivals; with poisson ones a minute's realized
+#     count is itself random, so rates are shown and the queue wait set against M/D/N):
+#     the devices' throughput, i.e. jobs whose last denoising step (seen by a
 #     poll) fell in the steady window (first such step to last submit) per second, against
-#     the offered rate below capacity (target >= 0.95, constant arrivals only: a poisson
-#     window's offered count is itself random) and against capacity at LOAD >= 1
+#     the offered rate below capacity (target >= 0.95) and against capacity at LOAD >= 1
 #     (target >= 0.97; the queue grows, the devices never idle), each allowing one event of
 #     the window's count (it ends at the last submit, not at an event). The completion rate (after
 #     the encode) is shown beside it: on a loaded host the encode slows as the run goes on,
@@ -65,6 +66,13 @@ CAPACITY=$(python3 -c "print($N / $L_SECONDS)")
 if [ -z "${DURATION:-}" ]; then
   DURATION=$(python3 -c "import math; print(str(max(60, math.ceil($JOBS_PER_WORKER * $L_SECONDS))) + 's')")
 fi
+# DURATION in seconds (it is a Go duration: 90s, 2m, 1m30s).
+DUR_S=$(python3 -c "
+import re
+units = {'ms': 0.001, 's': 1, 'm': 60, 'h': 3600}
+parts = re.findall(r'([0-9.]+)(ms|s|m|h)', '$DURATION')
+assert parts and ''.join(a + b for a, b in parts) == '$DURATION', 'DURATION: want a Go duration such as 90s or 2m'
+print(sum(float(a) * units[b] for a, b in parts))")
 
 # cpu_ticks PID: user + system CPU of the process and its waited-for children (ffmpeg), in ticks.
 cpu_ticks() { awk '{ s = $0; i = index(s, ") "); split(substr(s, i + 2), a, " "); print a[12] + a[13] + a[14] + a[15] }' "/proc/$1/stat"; }
@@ -101,11 +109,12 @@ for load in $LOADS; do
   cpu_s=$(python3 -c "print(($(cpu_ticks "$server_pid") - $t_cpu0) / $(getconf CLK_TCK))")
   wall_s=$(python3 -c "print(($(now_ms) - $t_wall0) / 1000)")
   json=$(ls "$OUT/runs-$load"/bench_*.json | tail -1)
-  python3 - "$json" "$load" "$rate" "$CAPACITY" "$L_SECONDS" "$N" "$ARRIVAL" "$QWAIT_BOUND_MS" "$cpu_s" "$wall_s" >>"$SUMMARY" 2>>"$LINES" <<'EOF'
+  python3 - "$json" "$load" "$rate" "$CAPACITY" "$L_SECONDS" "$N" "$ARRIVAL" "$QWAIT_BOUND_MS" "$cpu_s" "$wall_s" "$DUR_S" >>"$SUMMARY" 2>>"$LINES" <<'EOF'
 import json, math, sys
 rep = json.load(open(sys.argv[1]))
 load, rate, cap, l, n = (float(x) for x in sys.argv[2:7])
 arrival, qbound, cpu_s, wall_s = sys.argv[7], float(sys.argv[8]), float(sys.argv[9]), float(sys.argv[10])
+dur_s = float(sys.argv[11])
 st = rep.get("steady")
 completed_rate = st["requests_per_s"] if st else rep["requests_per_s"]
 achieved = st.get("device_done_per_s", 0) if st else 0
@@ -124,15 +133,16 @@ failed = rep["failed"]
 cap_d = n / (dev_mean / 1000) if dev_mean == dev_mean and dev_mean > 0 else cap
 eff, r_capd = offered / cap_d, achieved / cap_d
 checks = []
-if eff < 0.99:
-    # With poisson arrivals the count offered in a window is itself random (±1/sqrt(n)):
-    # achieved ÷ offered is shown, not judged; the queue wait is set against M/D/N instead.
-    if arrival == "constant":
+if arrival == "constant":
+    if eff < 0.99:
         checks.append(("achieved/offered>=0.95", (achieved + slack) / offered >= 0.95))
-    if arrival == "constant" and eff < 0.9:
-        checks.append((f"queue_p99<={qbound:.0f}ms", s("queue_wait_ms", "p99_ms") <= qbound))
-else:
-    checks.append(("achieved/(N/D)>=0.97", (achieved + slack) / cap_d >= 0.97))
+        if eff < 0.9:
+            checks.append((f"queue_p99<={qbound:.0f}ms", s("queue_wait_ms", "p99_ms") <= qbound))
+    else:
+        checks.append(("achieved/(N/D)>=0.97", (achieved + slack) / cap_d >= 0.97))
+# Poisson arrivals: a minute's realized count is itself random (±1/sqrt(n), and lulls empty the
+# queue early in an overloaded run), so the rates are shown, not judged; the mean queue wait is
+# set beside M/D/N instead.
 checks.append(("no_failures", failed == 0))
 ok = all(c for _, c in checks)
 note = ""
@@ -145,6 +155,8 @@ if arrival == "poisson" and load < 1:
     wq_mmc = pw * l / (c * (1 - rho))
     wq = 0.5 * wq_mmc * (1 + (1 - rho) * (c - 1) * (math.sqrt(4 + 5 * c) - 2) / (16 * rho * c))
     note = f"; mean queue {s('queue_wait_ms', 'mean_ms'):.0f} ms vs M/D/{c} ≈ {wq * 1000:.0f} ms"
+if arrival == "poisson":
+    note += f"; realized arrivals {rep['sent']} = {rep['sent'] / dur_s:.3f} jobs/s"
 per_job = cpu_s / max(rep["completed"], 1)
 print(f"| {load:g} | {offered:.3f} | {achieved:.3f} ({events}) | {completed_rate:.3f} | {r_off:.3f} | {r_cap:.3f} | {eff:.2f}, {r_capd:.3f} | {rep['completed']} / {failed} | {trio('latency_ms')} (L = {l * 1000:.0f}) | {trio('queue_wait_ms')} | {s('device_time_ms', 'p50_ms'):.0f} | {dev_mean:.0f} | {s('finish_ms', 'p50_ms'):.0f} / {s('finish_ms', 'p99_ms'):.0f} | {per_job:.2f} s, {cpu_s / wall_s:.2f} | {'PASS' if ok else 'FAIL'} ({', '.join(k for k, c in checks if not c) or 'all'}){note} |")
 print(f"P2video load={load:g} offered={offered:.4f} achieved={achieved:.4f} completed={completed_rate:.4f} achieved_ratio={r_off:.3f} capacity_ratio={r_cap:.3f} effective_load={eff:.3f} device_capacity_ratio={r_capd:.3f} "
