@@ -4,7 +4,10 @@
 #   * deploy/ (its own Go module): BuildKit's Dockerfile linter and parser on Dockerfile and
 #     .dockerignore, `helm lint` / `helm template` on deploy/helm/tt-media-server with a strict
 #     decode of every manifest into k8s.io/api types, the Grafana dashboard against
-#     docs/OPERATIONS.md, run_uvicorn_equivalent.sh with a fake server binary;
+#     docs/OPERATIONS.md, run_uvicorn_equivalent.sh with a fake server binary, the sim image's
+#     packages (Debian's ffmpeg, no recommends) and its server started as the image starts it
+#     with the video service through a completed MP4 job (needs ffmpeg on PATH; the image build
+#     itself needs a Docker engine and is not run here);
 #   * deploy/healthcheck (the images' health probe, its own dependency-free module).
 #
 # The root `go test ./...` does not reach these modules; CI runs this script.
