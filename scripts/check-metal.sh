@@ -12,13 +12,15 @@
 #      compiled with -Wall -Wextra -Wpedantic -Werror (the SDK headers are -isystem), linked
 #      against the fake (CGO_LDFLAGS -L/-rpath);
 #   5. `go test -tags ttnn` of $CHECK_METAL_PKGS (default: ./ttnn/... ./runners/programs/ ./runners/resnet/
-#      ./runners/diffusion/diffusionrunner/ ./runners/whisper/whisperrunner/ ./cmd/...):
+#      ./runners/diffusion/diffusionrunner/ ./runners/whisper/whisperrunner/ ./runners/wan/ ./runners/wan/t2v/
+#      ./cmd/...):
 #      the tests that open DEVICE_BACKEND=metal run the backend over the fake;
 #   6. the server binary built with -tags ttnn runs tests/metal_test.go: a resnet50.ttnn that
 #      differs from its declaration fails the worker at once with one line; the declared one
 #      warms up and serves /cnn/search-image; the same for SDXL and SD3.5 (.ttnn programs for
 #      the text encoders, the UNet/MMDiT step and the VAE) serving /v1/images/generations, and
-#      for Whisper (whisper-encoder and whisper-decoder-step) serving /v1/audio/transcriptions;
+#      for Whisper (whisper-encoder and whisper-decoder-step) serving /v1/audio/transcriptions; a
+#      wan22-t2v-transformer.ttnn that differs from its declaration stops tt-wan2.2's start-up;
 #   7. scripts/check-metal-mutants.sh: four deliberate mistakes in patched copies of
 #      ttb_metal.cc (wrong argument type, a freed tensor reused, a wrong layout, a tensor on the
 #      wrong submesh)
@@ -33,7 +35,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 sdk=${TT_MLIR_SDK:-$root/../shared/tt-mlir-sdk}
 build=${CHECK_METAL_BUILD:-${TT_TOOLS_CACHE:-$HOME/.cache/tt-media-server-go}/metal-build}
-pkgs=${CHECK_METAL_PKGS:-./ttnn/... ./runners/programs/ ./runners/resnet/ ./runners/diffusion/diffusionrunner/ ./runners/whisper/whisperrunner/ ./cmd/...}
+pkgs=${CHECK_METAL_PKGS:-./ttnn/... ./runners/programs/ ./runners/resnet/ ./runners/diffusion/diffusionrunner/ ./runners/whisper/whisperrunner/ ./runners/wan/ ./runners/wan/t2v/ ./cmd/...}
 
 fail_or_skip() {
 	if [ "${CI:-}" = true ]; then
@@ -89,7 +91,7 @@ if [ -x scripts/install-golangci-lint.sh ]; then
 	# The untagged lint in .ci/run does not see the files behind the tag.
 	echo "== check-metal: golangci-lint --build-tags ttnn (the tagged packages)"
 	nice -n 10 "$(scripts/install-golangci-lint.sh)" run --allow-parallel-runners --build-tags ttnn \
-		./ttnn/... ./runners/programs/... ./runners/resnet/... ./runners/diffusion/... ./runners/whisper/whisperrunner/... ./tests/
+		./ttnn/... ./runners/programs/... ./runners/resnet/... ./runners/diffusion/... ./runners/whisper/whisperrunner/... ./runners/wan/... ./tests/
 fi
 echo "== check-metal: go test -tags ttnn $pkgs (metal over the fake runtime)"
 if [ -f .ci/testsummary.go ]; then
@@ -102,7 +104,7 @@ else
 fi
 echo "== check-metal: conformance case counts per backend"
 nice -n 10 go test -tags ttnn -count=1 -run '^TestConformance$' -v ./ttnn/ | grep -o 'conformance [a-z]*: .*'
-echo "== check-metal: the real binary (-tags ttnn, over the fake) serving ResNet-50, SDXL, SD3.5 and Whisper with DEVICE_BACKEND=metal"
+echo "== check-metal: the real binary (-tags ttnn, over the fake) serving ResNet-50, SDXL, SD3.5 and Whisper, and refusing a mismatched Wan2.2 program, with DEVICE_BACKEND=metal"
 mkdir -p "$build/bin"
 nice -n 10 go build -tags ttnn -o "$build/bin/tt-media-server" ./cmd/tt-media-server
 TT_MEDIA_SERVER_E2E_BINARY=$build/bin/tt-media-server nice -n 10 go test -tags ttnn -count=1 -run '^TestMetal' -v ./tests/ |

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
@@ -261,4 +262,37 @@ func TestMetalWhisperBinary(t *testing.T) {
 		t.Logf("served on metal over the fake runtime (the fake's logits, not a model's): %v", res)
 		require.Equal(t, res, transcribe(), "the fake's logits are a hash of the inputs: the same audio, the same answer")
 	})
+}
+
+// The real binary (-tags ttnn, over the fake tt::runtime) with tt-wan2.2 on DEVICE_BACKEND=metal
+// on a T3K group: MODEL_WEIGHTS_PATH holds the UMT5 tokenizer (the goldens' test model) and the
+// four wan22-t2v-*.ttnn programs written from their declarations, one of them changed, and the
+// worker's start-up stops with one line naming the program, the tensor and the difference. (A
+// clip at the declared 832x480 is not run here: the fake fills outputs on the host, 97M values
+// per VAE output and chip; runners/wan's and runners/wan/t2v's metal tests run clips at a tiny
+// size of the same programs.)
+func TestMetalWanBinary(t *testing.T) {
+	if os.Getenv(e2e.BinaryEnv) == "" {
+		t.Skip("needs a -tags ttnn server binary in " + e2e.BinaryEnv + " (scripts/check-metal.sh builds one)")
+	}
+	needFFmpeg(t)
+	require.NoError(t, ttnnfile.Available(ttnnfile.SDKDir()))
+	tok := wangolden.Path(t, "umt5_test.model")
+	dir, work := t.TempDir(), t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tokenizer"), 0o755))
+	require.NoError(t, os.Symlink(tok, filepath.Join(dir, "tokenizer", "spiece.model")))
+	require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir,
+		[]string{"wan22-t2v-text-encoder", "wan22-t2v-transformer", "wan22-t2v-transformer-2", "wan22-t2v-vae"}, programs.Lookup,
+		ttnnfile.Fixture{Traced: func(name string) bool { return strings.Contains(name, "-transformer") },
+			Mod: func(name string, p *ttnn.ProgramSpec) {
+				if name == "wan22-t2v-transformer" {
+					p.Functions[0].Inputs[2].Shape[2] = 2048
+				}
+			}}))
+	s := launch(t, videoServerEnv(work, map[string]string{"DEVICE_BACKEND": "metal", "MODEL_WEIGHTS_PATH": dir,
+		"DEVICE_IDS": "(0,1,2,3,4,5,6,7)", "DEVICE_MESH_SHAPE": "(2,4)", "MOCK_DEVICES_COUNT": "8"}))
+	out := metalStartupFails(t, s, "program does not match its declaration: program wan22-t2v-transformer (",
+		"function forward: input 2 (encoder_hidden_states): shape [1,512,2048] in the file, [1,512,4096] declared")
+	require.Contains(t, out, "Wan2.2 T2V pipeline on the metal backend")
+	require.NotContains(t, out, "using the simulated video runner", "metal never falls back to the simulator")
 }

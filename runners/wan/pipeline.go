@@ -16,6 +16,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
+	"github.com/tenstorrent/tt-media-server-go/runners/programs"
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/i2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
@@ -27,10 +28,14 @@ import (
 // the UMT5 tokenizer (tokenizer/spiece.model or tokenizer/tokenizer.json) and this worker can
 // open the simulator, the Wan2.2 T2V host pipeline (runners/wan/t2v) over the declared
 // wan22-t2v-* programs on the simulator; otherwise fallback (the simulated runner), logged
-// with the reason.
+// with the reason. With DEVICE_BACKEND=metal (a `ttnn` build) it is always the host pipeline
+// over MODEL_WEIGHTS_PATH's .ttnn programs (metalPipeline), never the simulated runner.
 func PipelineFactory(model string, fallback runners.Factory) runners.Factory {
 	return func(spec runners.WorkerSpec) (runners.Runner, error) {
 		s := spec.Settings
+		if s != nil && s.DeviceBackend == config.BackendMetal && !s.Mock {
+			return metalPipeline(model, spec), nil
+		}
 		why := runners.SimPipelineBlocker(s, spec.Parent != nil)
 		tok := ""
 		if why == "" {
@@ -73,6 +78,51 @@ func PipelineFactory(model string, fallback runners.Factory) runners.Factory {
 	}
 }
 
+// metalPipeline is tt-wan2.2's runner of a worker on the metal backend: the host pipeline over
+// the .ttnn programs of MODEL_WEIGHTS_PATH (wan22-t2v-* on a 2x4 mesh, wan22-t2v-720p-* on a
+// Galaxy-class one, as the catalogue's size rule says), on a device of its own with the
+// catalogue's options (the server's in-process parent mesh is the simulator's). What stops it
+// (no weights directory, no tokenizer) fails the worker's warm-up as a configuration error, not
+// retried; so does a program that is missing, differs from its declaration or is declared for
+// another mesh (t2v.NewMetalDevice).
+func metalPipeline(model string, spec runners.WorkerSpec) runners.Runner {
+	s := spec.Settings
+	fail := func(format string, args ...any) runners.Runner {
+		return &simdev.FailedRunner{Err: runners.Permanent(fmt.Errorf("%s on DEVICE_BACKEND=metal: "+format, append([]any{model}, args...)...))}
+	}
+	entry, ok := runners.Lookup(model, s)
+	switch {
+	case !ok || entry.Video == nil:
+		return fail("not a video model")
+	case entry.Video.I2V:
+		return fail("the Wan2.2 I2V programs have no metal path yet (runners/wan/i2v runs on the simulator; DEVICE_BACKEND=python runs HEAD's class)")
+	case s.ModelWeightsPath == "":
+		return fail("MODEL_WEIGHTS_PATH is not set (it must hold tokenizer/spiece.model and the .ttnn programs, docs/DEVICE-PROGRAMS.md)")
+	}
+	tok := TokenizerPath(s.ModelWeightsPath)
+	if tok == "" {
+		return fail("MODEL_WEIGHTS_PATH %s has no tokenizer/spiece.model or tokenizer/tokenizer.json (the UMT5 tokenizer)", s.ModelWeightsPath)
+	}
+	tk, err := umt5.Load(tok)
+	if err != nil {
+		return fail("%w", err)
+	}
+	mesh := ttnn.MeshShape{Rows: spec.Mesh.Rows, Cols: spec.Mesh.Cols}
+	opts := simdev.Options(entry, s, mesh)
+	opts.SimLatencyScale = 0
+	if s.WorkerIsolation != config.IsolationProcess && len(spec.Devices) >= opts.Mesh.Chips() {
+		opts.DeviceIDs = append([]int(nil), spec.Devices[:opts.Mesh.Chips()]...)
+	}
+	prefix := t2v.Prefix480
+	if w, _ := entry.Video.Size(opts.Mesh.Chips()); w == t2v.Width720 {
+		prefix = t2v.Prefix720
+	}
+	slog.Info("wan runner: Wan2.2 T2V pipeline on the metal backend", "runner", model, "worker", spec.WorkerID,
+		"weights", s.ModelWeightsPath, "programs", prefix, "mesh", opts.Mesh)
+	return &PipelineRunner{model: entry.Name, fps: entry.Video.FPS, tok: tk, opts: opts, prefix: prefix,
+		backend: config.BackendMetal, weights: s.ModelWeightsPath, decl: programs.Lookup}
+}
+
 // TokenizerPath is the UMT5 tokenizer file under weights ("" when there is none).
 func TokenizerPath(weights string) string {
 	if weights == "" {
@@ -87,8 +137,8 @@ func TokenizerPath(weights string) string {
 	return ""
 }
 
-// PipelineRunner is the Wan2.2 T2V host pipeline on the simulated device: Warmup opens the
-// device and loads the programs, Run renders one clip per task with progress after every
+// PipelineRunner is the Wan2.2 T2V host pipeline on a ttnn device (the simulator's manifests,
+// or the metal backend's .ttnn files): Warmup opens the device and loads the programs, Run renders one clip per task with progress after every
 // step, stopping at the next step when its task is cancelled.
 type PipelineRunner struct {
 	model    string
@@ -100,6 +150,11 @@ type PipelineRunner struct {
 	prefix   string
 	// i2v: the set is an image-to-video one (runners/wan/i2v's pipeline, images required).
 	i2v bool
+	// backend is config.BackendMetal for the .ttnn programs of weights, checked against decl
+	// (t2v.NewMetalDevice); otherwise the simulator's manifests in programs.
+	backend string
+	weights string
+	decl    t2v.Declarations
 
 	mu     sync.Mutex
 	dev    *ttnn.Device
@@ -131,13 +186,22 @@ func (r *PipelineRunner) Warmup(ctx context.Context) (err error) {
 			err = fmt.Errorf("%s warm-up: %w", r.model, err)
 		}
 	}()
-	if err := ttnn.Init(config.BackendSim); err != nil {
+	backend := config.BackendSim
+	if r.backend == config.BackendMetal {
+		backend = config.BackendMetal
+	}
+	if err := ttnn.Init(backend); err != nil {
 		return fmt.Errorf("device backend: %w", err)
 	}
 	if r.dev, err = simdev.OpenDevice(ctx, r.parent, r.opts); err != nil {
 		return fmt.Errorf("open device (mesh %v): %w", r.opts.Mesh, simdev.DeviceErr(err))
 	}
-	if r.td, err = t2v.NewTTNNDevice(ctx, r.dev, r.programs, r.prefix); err != nil {
+	if backend == config.BackendMetal {
+		r.td, err = t2v.NewMetalDevice(ctx, r.dev, r.weights, r.prefix, r.decl)
+	} else {
+		r.td, err = t2v.NewTTNNDevice(ctx, r.dev, r.programs, r.prefix)
+	}
+	if err != nil {
 		return err
 	}
 	if r.i2v {

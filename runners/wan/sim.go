@@ -6,8 +6,8 @@
 // that depends on the prompt, the seed and the I2V images, at the size the request names (the
 // server shrinks it by MOCK_VIDEO_SCALE in mock-device mode), with a soundtrack for the
 // text-to-audio-video models. tt-wan2.2 and tt-wan2.2-i2v can instead run the Wan2.2 T2V and
-// I2V host pipelines (runners/wan/t2v, runners/wan/i2v) on the simulator: PipelineRunner,
-// chosen by PipelineFactory.
+// I2V host pipelines (runners/wan/t2v, runners/wan/i2v) on the simulator, and tt-wan2.2 on
+// DEVICE_BACKEND=metal over compiled programs: PipelineRunner, chosen by PipelineFactory.
 package wan
 
 import (

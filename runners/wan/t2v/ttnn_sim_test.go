@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
@@ -28,9 +29,12 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	if err := ttnn.Init("sim"); err != nil {
-		fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-		os.Exit(2)
+	// A child process of a metal test (metal_test.go, -tags ttnn) selects its own backend.
+	if os.Getenv(childtest.Env) == "" {
+		if err := ttnn.Init("sim"); err != nil {
+			fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
+			os.Exit(2)
+		}
 	}
 	os.Exit(m.Run())
 }

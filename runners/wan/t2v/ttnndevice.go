@@ -17,8 +17,9 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
-// TTNNDevice runs the four Wan2.2 T2V programs of one set (ProgramNames) on a ttnn device: each call
-// writes the program's inputs, runs it and reads its output. ctx is checked before each device
+// TTNNDevice runs the four Wan2.2 T2V programs of one set (ProgramNames) on a ttnn device (the
+// simulator's manifests, NewTTNNDevice, or the metal backend's .ttnn files, NewMetalDevice):
+// each call writes the program's persistent inputs, runs it and reads its output. ctx is checked before each device
 // call; a started call is not abandoned. Methods are serialized.
 type TTNNDevice struct {
 	mu    sync.Mutex
@@ -102,12 +103,32 @@ func (d *TTNNDevice) load(ctx context.Context, set fs.FS, name string) (*program
 	if err != nil {
 		return nil, fmt.Errorf("wan2.2: load program %s: %w", name, simdev.DeviceErr(err))
 	}
+	return d.bind(ctx, name, prog, nil)
+}
+
+// bind takes a loaded program with one function and allocates its persistent (retained)
+// inputs; decl, when not nil, is the function's declaration, which the program matched and
+// which names its positional tensors (a .ttnn program's). The returned program (also on error,
+// when not nil) is the caller's to close.
+func (d *TTNNDevice) bind(ctx context.Context, name string, prog *ttnn.Program, decl *ttnn.FunctionSpec) (*program, error) {
 	p := &program{name: name, prog: prog}
 	fns := prog.Functions()
 	if len(fns) != 1 {
 		return p, fmt.Errorf("wan2.2: program %s has %d functions, want 1", name, len(fns))
 	}
 	p.fn = fns[0]
+	if decl != nil {
+		if len(decl.Inputs) != len(p.fn.Inputs) || len(decl.Outputs) != len(p.fn.Outputs) {
+			return p, fmt.Errorf("wan2.2: program %s does not have its declared inputs and outputs", name)
+		}
+		p.fn.Inputs, p.fn.Outputs = slices.Clone(p.fn.Inputs), slices.Clone(p.fn.Outputs)
+		for i := range p.fn.Inputs {
+			p.fn.Inputs[i].Name = decl.Inputs[i].Name
+		}
+		for i := range p.fn.Outputs {
+			p.fn.Outputs[i].Name = decl.Outputs[i].Name
+		}
+	}
 	for _, in := range p.fn.Inputs {
 		t, err := d.dev.Alloc(ctx, in, ttnn.TensorOptions{Placement: ttnn.DRAM, Layout: ttnn.Tile, Retain: true})
 		if err != nil {
