@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"image"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
+	"github.com/tenstorrent/tt-media-server-go/internal/simtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/clip"
@@ -28,25 +28,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Read by the simulator at runtime init and device open: a tiny latency for tests.
-	for k, v := range map[string]string{"MOCK_DEVICES_COUNT": "2", "TTB_SIM_LATENCY_SCALE": "0.001"} {
-		if err := os.Setenv(k, v); err != nil {
-			panic(err)
-		}
-	}
-	for _, k := range []string{"TT_VISIBLE_DEVICES", "TTB_SIM_FAIL_PROB", "TTB_SIM_HANG_SECONDS", "TTB_SIM_HANG_AFTER",
-		"TTB_SIM_ABORT", "TTB_SIM_DEVICE_LOST", "TT_METAL_OPERATION_TIMEOUT_SECONDS"} {
-		if err := os.Unsetenv(k); err != nil {
-			panic(err)
-		}
-	}
-	// A metal child process (metal_test.go) selects its own backend.
-	if os.Getenv("TTB_TEST_CHILD") == "" {
-		if err := ttnn.Init("sim"); err != nil {
-			fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-			os.Exit(2)
-		}
-	}
+	simtest.Setup(2, "0.001")
 	goleak.VerifyTestMain(m)
 }
 

@@ -15,29 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/tenstorrent/tt-media-server-go/internal/simtest"
 	"github.com/tenstorrent/tt-media-server-go/runners/whisper/whispertokenizer"
-	"github.com/tenstorrent/tt-media-server-go/ttnn"
 )
 
 func TestMain(m *testing.M) {
-	for k, v := range map[string]string{"MOCK_DEVICES_COUNT": "2", "TTB_SIM_LATENCY_SCALE": "0.001"} {
-		if err := os.Setenv(k, v); err != nil {
-			panic(err)
-		}
-	}
-	for _, k := range []string{"TT_VISIBLE_DEVICES", "TTB_SIM_FAIL_PROB", "TTB_SIM_HANG_SECONDS", "TTB_SIM_ABORT",
-		"TTB_SIM_DEVICE_LOST", "TTB_SIM_SCRIPT"} {
-		if err := os.Unsetenv(k); err != nil {
-			panic(err)
-		}
-	}
-	// A child process of a metal test (metal_test.go, -tags ttnn) selects its own backend.
-	if os.Getenv("TTB_TEST_CHILD") == "" {
-		if err := ttnn.Init("sim"); err != nil {
-			fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-			os.Exit(2)
-		}
-	}
+	simtest.Setup(2, "0.001")
 	goleak.VerifyTestMain(m)
 }
 
