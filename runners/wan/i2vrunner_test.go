@@ -6,6 +6,7 @@ import (
 	"context"
 	"image"
 	"image/color"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -116,4 +117,29 @@ func TestI2VPipelineFactory(t *testing.T) {
 			require.NoError(t, r.Close())
 		})
 	}
+}
+
+// TestScaledPrograms: MOCK_VIDEO_SCALE shrinks the clip-sized tensors of a set's manifests
+// (latents to even sizes, videos to 8x those), and the shrunk set loads and fits together.
+func TestScaledPrograms(t *testing.T) {
+	set, err := scaledPrograms(i2v.Programs(), i2v.Prefix480, 8)
+	require.NoError(t, err)
+	src, err := fs.ReadFile(set, i2v.Prefix480+"-transformer.ttbsim")
+	require.NoError(t, err)
+	require.Contains(t, string(src), "input hidden_states bf16 1 36 21 8 14\n")
+	require.Contains(t, string(src), "input encoder_hidden_states bf16 1 512 4096\n")
+	src, err = fs.ReadFile(set, i2v.Prefix480+"-vae-encoder.ttbsim")
+	require.NoError(t, err)
+	require.Contains(t, string(src), "input video bf16 1 3 81 64 112\n")
+	_, err = fs.ReadFile(set, t2v.Prefix480+"-vae.ttbsim")
+	require.Error(t, err, "only the prefix's manifests")
+	dev, err := ttnn.Open(context.Background(), ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Close()) }()
+	d, err := t2v.NewTTNNDevice(context.Background(), dev, set, i2v.Prefix480)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	sh, err := t2v.ShapeFor(81, 64, 112)
+	require.NoError(t, err)
+	require.Equal(t, sh, d.Spec().Shape)
 }

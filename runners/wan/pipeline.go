@@ -67,6 +67,13 @@ func PipelineFactory(model string, fallback runners.Factory) runners.Factory {
 		if entry.Video.I2V {
 			set, prefix = i2vSet(large)
 		}
+		if s.Video.MockScale > 1 {
+			// MOCK_VIDEO_SCALE: the clip is computed at the smaller size the server asks for.
+			var err error
+			if set, err = scaledPrograms(set, prefix, s.Video.MockScale); err != nil {
+				return nil, runners.Permanent(err)
+			}
+		}
 		// The simulator's time follows MOCK_STEP_SECONDS per denoising step (two expert runs).
 		opts.SimLatencyScale = ttnn.SimScale(runners.MockLatency(entry, s).Seconds(), unit)
 		if spec.Parent != nil {
