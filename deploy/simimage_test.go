@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,8 +84,8 @@ func TestSimImageServesVideo(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = env
 	cmd.Dir = work
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &lockedLog{} // read while the server writes: failure messages quote it
+	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -149,4 +150,22 @@ func TestSimImageServesVideo(t *testing.T) {
 	require.Equal(t, "ftyp", string(mp4[4:8]), "an MP4 from ffmpeg")
 	_, err = os.Stat(filepath.Join(work, "jobs.db"))
 	require.NoError(t, err, "the job store is ./jobs.db in the working directory, which the image's user owns")
+}
+
+// lockedLog collects a process's output for failure messages while the process still writes.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
