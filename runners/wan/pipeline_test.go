@@ -4,7 +4,6 @@ package wan
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
-	"github.com/tenstorrent/tt-media-server-go/internal/childtest"
+	"github.com/tenstorrent/tt-media-server-go/internal/simtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
@@ -23,25 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The simulator reads these at runtime init and device open; tests use a tiny latency.
-	for k, v := range map[string]string{"MOCK_DEVICES_COUNT": "1", "TTB_SIM_LATENCY_SCALE": "0.0001"} {
-		if err := os.Setenv(k, v); err != nil {
-			panic(err)
-		}
-	}
-	for _, k := range []string{"TT_VISIBLE_DEVICES", "TTB_SIM_FAIL_PROB", "TTB_SIM_HANG_SECONDS", "TTB_SIM_HANG_AFTER",
-		"TTB_SIM_ABORT", "TTB_SIM_DEVICE_LOST", "TT_METAL_OPERATION_TIMEOUT_SECONDS"} {
-		if err := os.Unsetenv(k); err != nil {
-			panic(err)
-		}
-	}
-	// A child process of a metal test (metal_test.go, -tags ttnn) selects its own backend.
-	if os.Getenv(childtest.Env) == "" {
-		if err := ttnn.Init("sim"); err != nil {
-			fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-			os.Exit(2)
-		}
-	}
+	simtest.Setup(1, "0.0001")
 	os.Exit(m.Run())
 }
 

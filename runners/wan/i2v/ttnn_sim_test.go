@@ -4,7 +4,6 @@ package i2v
 
 import (
 	"context"
-	"fmt"
 	"image"
 	"image/color"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/internal/simtest"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
@@ -20,22 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The simulator reads these at runtime init and device open; tests use a tiny latency.
-	for k, v := range map[string]string{"MOCK_DEVICES_COUNT": "1", "TTB_SIM_LATENCY_SCALE": "0.0001"} {
-		if err := os.Setenv(k, v); err != nil {
-			panic(err)
-		}
-	}
-	for _, k := range []string{"TT_VISIBLE_DEVICES", "TTB_SIM_FAIL_PROB", "TTB_SIM_HANG_SECONDS", "TTB_SIM_HANG_AFTER",
-		"TTB_SIM_ABORT", "TTB_SIM_DEVICE_LOST", "TT_METAL_OPERATION_TIMEOUT_SECONDS"} {
-		if err := os.Unsetenv(k); err != nil {
-			panic(err)
-		}
-	}
-	if err := ttnn.Init("sim"); err != nil {
-		fmt.Fprintln(os.Stderr, "ttnn.Init:", err)
-		os.Exit(2)
-	}
+	simtest.Setup(1, "0.0001")
 	os.Exit(m.Run())
 }
 
