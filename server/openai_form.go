@@ -196,8 +196,7 @@ func decodeOpenAIForm(in *request, ctHeader string, lim formLimits, dst any) err
 	if !ok || len(ves) == 0 {
 		return fmt.Errorf("validate form: %w", err)
 	}
-	fe := ves[0]
-	return fieldErr(rv.Type(), fe, formShown(rv, fe, raws))
+	return fieldErr(rv.Type(), ves[0], formShown(rv, raws))
 }
 
 // repeatedErr is the answer to a single-valued field sent again under another of its names.
@@ -293,8 +292,8 @@ var crossFieldRules = []string{"excluded_if", "excluded_unless", "required_if", 
 
 // formShown is what a refusal's verb shows for fe: the other field's value for a cross-field
 // rule; a string's value as read (its length for a length rule); otherwise the part as sent.
-func formShown(rv reflect.Value, fe validator.FieldError, raws map[string]string) func(validator.FieldError) any {
-	return func(validator.FieldError) any {
+func formShown(rv reflect.Value, raws map[string]string) func(validator.FieldError) any {
+	return func(fe validator.FieldError) any {
 		if slices.Contains(crossFieldRules, fe.Tag()) {
 			other, _, _ := strings.Cut(fe.Param(), " ")
 			if o := rv.FieldByName(other); o.IsValid() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"mime"
 	"net/http"
 	"reflect"
 	"strings"
@@ -224,6 +225,8 @@ func TestOpenAIImageInputFormAnswers(t *testing.T) {
 	im, mk, pr := part{"image", "i.png", img}, part{"mask", "m.png", mask}, part{"prompt", "", "p"}
 	ok := []part{im, mk, pr}
 	long := strings.Repeat("x", maxOpenAIFieldBytes+1)
+	big := []part{pr, {"image", "i.png", strings.Repeat("\x00", maxImageBody)}}
+	_, bigBody := partsBody(t, big) // its length: every boundary is 60 characters long
 	bad := func(name, param, msg string, more ...string) formCase {
 		return formCase{name: name, parts: withParts(ok, fieldsOf(more...)...), status: 400, param: param, msg: msg}
 	}
@@ -277,6 +280,8 @@ func TestOpenAIImageInputFormAnswers(t *testing.T) {
 			msg: `field "reference" is not supported on this route`},
 		bad("prompt twice", "prompt", `form field "prompt" was sent more than once; it takes one value (send it once)`, "prompt", "q"),
 		bad("field too long", "negative_prompt", "field negative_prompt is longer than 16384 bytes", "negative_prompt", long),
+		{name: "over the body limit", parts: big, status: 413, param: nil,
+			msg: fmt.Sprintf("Request body too large: %d bytes. Maximum allowed: %d bytes", len(bigBody), maxImageBody)},
 	}
 	h, _ := pythonFieldsServer(t, runners.ServiceImage, catalogue.RunnerSDXLEdit)
 	runFormCases(t, h, "/v1/images/edits", cases)
@@ -372,6 +377,63 @@ func TestOpenAIImageInputStepsOverrideQuality(t *testing.T) {
 			w := serve(s, http.MethodPost, "/v1/images/image-to-image", ct, body)
 			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 			require.Equal(t, tc.steps, f.last.(*runners.ImageRequest).NumInferenceSteps)
+		})
+	}
+}
+
+// testForm exercises decodeOpenAIForm's own rules: the default answers of a form without msg
+// tags, lax booleans, base-10 integers, a bracketed map, a field under two names.
+type testForm struct {
+	Doc   []byte            `json:"doc" form:"doc doc[],file" validate:"required"`
+	Count *int64            `json:"count" form:",trim" validate:"omitnil,max=3"`
+	On    bool              `json:"on"`
+	Tags  []string          `json:"tags" form:"tags[] tags"`
+	Opts  map[string]string `json:"opts[*]"`
+	Note  string            `json:"note"`
+}
+
+func TestDecodeOpenAIForm(t *testing.T) {
+	doc := part{"doc", "d.txt", "hi"}
+	for _, tc := range []struct {
+		name       string
+		parts      []part
+		param, msg string // "" = accepted
+		check      func(t *testing.T, f *testForm)
+	}{
+		{"accepted", []part{doc, {"count", "", " 3 "}, {"on", "", "yes"}, {"tags[]", "", "a"}, {"tags", "", "b"}, {"opts[x]", "", "1"}, {"note", "", " n "}}, "", "",
+			func(t *testing.T, f *testForm) {
+				require.Equal(t, "hi", string(f.Doc))
+				require.Equal(t, int64(3), *f.Count)
+				require.True(t, f.On)
+				require.Equal(t, []string{"a", "b"}, f.Tags)
+				require.Equal(t, map[string]string{"x": "1"}, f.Opts)
+				require.Equal(t, " n ", f.Note, "a field without trim is read as sent")
+			}},
+		{"empty file is sent", []part{{"doc", "d.txt", ""}}, "", "", func(t *testing.T, f *testForm) { require.NotNil(t, f.Doc) }},
+		{"file missing", []part{{"note", "", "n"}}, "doc", "doc is required", nil},
+		{"file under both names", []part{doc, {"doc[]", "e.txt", "x"}}, "doc", `form field "doc" was sent more than once; it takes one value (send it once)`, nil},
+		{"not an integer", []part{doc, {"count", "", "2.0"}}, "count", `count must be an integer, got "2.0"`, nil},
+		{"not a boolean", []part{doc, {"on", "", "maybe"}}, "on", `on must be a boolean, got "maybe"`, nil},
+		{"rule without a msg", []part{doc, {"count", "", "4"}}, "count", "count does not satisfy max=3, got 4", nil},
+		{"unknown", []part{doc, {"other", "", "x"}}, "other", `unknown parameter "other"`, nil},
+		{"long value quoted short", []part{doc, {"count", "", strings.Repeat("9", 100)}}, "count", `count must be an integer, got "` + strings.Repeat("9", 64) + `..."`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ct, body := partsBody(t, tc.parts)
+			mt, params, err := mime.ParseMediaType(ct)
+			require.NoError(t, err)
+			var f testForm
+			err = decodeOpenAIForm(&request{data: body, contentType: mt, boundary: params["boundary"]}, ct, openAIFormLimits, &f)
+			if tc.msg == "" {
+				require.NoError(t, err)
+				tc.check(t, &f)
+				return
+			}
+			ae, ok := err.(*apiError) //nolint:errorlint // decodeOpenAIForm returns it unwrapped
+			require.True(t, ok, "%T %v", err, err)
+			require.Equal(t, http.StatusBadRequest, ae.status)
+			require.Equal(t, tc.param, ae.param)
+			require.Equal(t, tc.msg, ae.msg)
 		})
 	}
 }

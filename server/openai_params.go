@@ -100,6 +100,9 @@ func fieldErr(t reflect.Type, fe validator.FieldError, shown func(validator.Fiel
 	}
 	switch fe.Tag() {
 	case "required", "nonblank":
+		if t := fe.Type(); t.Kind() != reflect.String && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.String) {
+			return invalidParam(name, "%s is required", name) // a file, a number, ...
+		}
 		return invalidParam(name, "%s must be a non-empty string", name)
 	case "oneof":
 		return invalidParam(name, "%s must be one of %s, got %v", name, strings.ReplaceAll(fe.Param(), " ", ", "), fe.Value())
