@@ -228,7 +228,6 @@ func TestMeshOverrides(t *testing.T) {
 }
 
 func TestPresets(t *testing.T) {
-	ids16 := "(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15)"
 	ids32Group := "(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31)"
 	ids32 := "(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)"
 	tests := []struct {
@@ -241,19 +240,19 @@ func TestPresets(t *testing.T) {
 		batch         int // 0: the cell leaves MAX_BATCH_SIZE alone
 	}{
 		{"stable-diffusion-xl-base-1.0", "n150", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, false, "(0)", 1},
-		{"stable-diffusion-xl-base-1.0", "n300", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, false, "(0),(1)", 1},
-		{"stable-diffusion-xl-base-1.0", "t3k", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, false, "(0),(1),(2),(3)", 1},
-		{"stable-diffusion-xl-base-1.0", "galaxy", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, true, ids16, 1},
-		{"stable-diffusion-3.5-large", "t3k", "tt-sd3.5", "stabilityai/stable-diffusion-3.5-large", MeshShape{2, 4}, false, "", 1},
-		{"stable-diffusion-3.5-large", "galaxy", "tt-sd3.5", "stabilityai/stable-diffusion-3.5-large", MeshShape{4, 8}, false, "", 1},
+		{"stable-diffusion-xl-base-1.0", "n300", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{2, 1}, false, "(0)", 1},
+		{"stable-diffusion-xl-base-1.0", "t3k", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{2, 1}, false, "(0),(1),(2),(3)", 1},
+		{"stable-diffusion-xl-base-1.0", "galaxy", "tt-sdxl-trace", "stabilityai/stable-diffusion-xl-base-1.0", MeshShape{1, 1}, true, ids32, 1},
+		{"stable-diffusion-3.5-large", "t3k", "tt-sd3.5", "stabilityai/stable-diffusion-3.5-large", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
+		{"stable-diffusion-3.5-large", "galaxy", "tt-sd3.5", "stabilityai/stable-diffusion-3.5-large", MeshShape{4, 8}, false, ids32Group, 1},
 		{"distil-whisper/distil-large-v3", "n150", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, false, "(0)", 1},
-		{"distil-whisper/distil-large-v3", "n300", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, false, "(0),(1)", 1},
-		{"distil-whisper/distil-large-v3", "t3k", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, false, "(0),(1),(2),(3)", 1},
-		{"distil-whisper/distil-large-v3", "galaxy", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, true, ids16, 1},
+		{"distil-whisper/distil-large-v3", "n300", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, false, "(0)", 1},
+		{"distil-whisper/distil-large-v3", "t3k", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, false, "(0),(1),(2),(3)", 2},
+		{"distil-whisper/distil-large-v3", "galaxy", "tt-whisper", "distil-whisper/distil-large-v3", MeshShape{1, 1}, true, ids32, 2},
 		{"openai-whisper-large-v3", "n150", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, false, "(0)", 1},
-		{"openai-whisper-large-v3", "n300", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, false, "(0),(1)", 1},
-		{"openai-whisper-large-v3", "t3k", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, false, "(0),(1),(2),(3)", 1},
-		{"openai-whisper-large-v3", "galaxy", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, true, ids16, 1},
+		{"openai-whisper-large-v3", "n300", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, false, "(0)", 1},
+		{"openai-whisper-large-v3", "t3k", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, false, "(0),(1),(2),(3)", 2},
+		{"openai-whisper-large-v3", "galaxy", "tt-whisper", "openai/whisper-large-v3", MeshShape{1, 1}, true, ids32, 2},
 		{"microsoft/resnet-50", "n150", "tt-xla-resnet", "", MeshShape{1, 1}, false, "(0)", 0},
 		{"microsoft/resnet-50", "n300", "tt-xla-resnet", "", MeshShape{1, 1}, false, "(0)", 0},
 		{"vovnet", "n150", "tt-xla-vovnet", "", MeshShape{1, 1}, false, "(0)", 0},
@@ -270,6 +269,8 @@ func TestPresets(t *testing.T) {
 		{"unet", "n300", "tt-xla-unet", "", MeshShape{1, 1}, false, "(0)", 0},
 		{"yolox_nano", "n150", "tt-xla-yolox-nano", "Megvii-BaseDetection/YOLOX-Nano", MeshShape{1, 1}, false, "(0)", 0},
 		{"SDXL-512", "n150", "tt-xla-sdxl", "hotshotco/SDXL-512", MeshShape{1, 1}, false, "(0)", 1},
+		{"speecht5_tts", "n150", "tt-speecht5-tts", "microsoft/speecht5_tts", MeshShape{1, 1}, false, "(0)", 1},
+		{"speecht5_tts", "n300", "tt-speecht5-tts", "microsoft/speecht5_tts", MeshShape{1, 1}, false, "(0)", 1},
 		{"FLUX.1-dev", "t3k", "tt-flux.1-dev", "black-forest-labs/FLUX.1-dev", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
 		{"FLUX.1-dev", "galaxy", "tt-flux.1-dev", "black-forest-labs/FLUX.1-dev", MeshShape{4, 8}, false, ids32Group, 1},
 		{"FLUX.1-schnell", "t3k", "tt-flux.1-schnell", "black-forest-labs/FLUX.1-schnell", MeshShape{2, 4}, false, "(0,1,2,3)", 1},
@@ -357,7 +358,8 @@ func TestPresetThenMeshOverride(t *testing.T) {
 	s := load(t, env{"MODEL": "stable-diffusion-3.5-large", "DEVICE": "galaxy", "SD_3_5_BASE": "true"}, false)
 	require.Equal(t, MeshShape{2, 4}, s.DeviceMeshShape)
 	require.Equal(t, "tt-sd3.5", s.ModelRunner)
-	require.Equal(t, []string{""}, groupIDs(s.DeviceGroups))
+	require.Equal(t, []string{"0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31"}, groupIDs(s.DeviceGroups),
+		"HEAD's cell: one group of the Galaxy's 32 chips")
 }
 
 func TestMockGroups(t *testing.T) {
@@ -373,7 +375,7 @@ func TestMockGroups(t *testing.T) {
 		{env{"DEVICE_IDS": "(4),(2)"}, []string{"4", "2"}},
 		{env{"DEVICE_IDS": ""}, []string{""}},
 		{env{"DEVICE_IDS": "", "SD_3_5_BASE": "true", "MOCK_DEVICES_COUNT": "8"}, []string{""}},
-		{env{"MODEL": "stable-diffusion-xl-base-1.0", "DEVICE": "n300"}, []string{"0", "1"}},
+		{env{"MODEL": "openai-whisper-large-v3", "DEVICE": "t3k"}, []string{"0", "1", "2", "3"}},
 	}
 	for _, tt := range tests {
 		s := load(t, tt.env, true)
@@ -434,11 +436,11 @@ func TestValidationErrors(t *testing.T) {
 		{"mock count too small for mesh", env{"SD_3_5_BASE": "true"}, true,
 			`invalid setting MOCK_DEVICES_COUNT="5": DEVICE_MESH_SHAPE 2x4 needs at least 8 simulated chips; raise MOCK_DEVICES_COUNT or set DEVICE_IDS`},
 		{"preset mesh in mock", env{"MODEL": "stable-diffusion-3.5-large", "DEVICE": "t3k"}, true,
-			`invalid setting DEVICE_MESH_SHAPE="(2,4)": the mesh (from the MODEL=stable-diffusion-3.5-large DEVICE=t3k preset) needs 8 chips but DEVICE_IDS group "" (all MOCK_DEVICES_COUNT chips) (set by the MODEL=stable-diffusion-3.5-large DEVICE=t3k preset) has 5; give each group rows*cols chips`},
+			`invalid setting DEVICE_MESH_SHAPE="(2,4)": the mesh (from the MODEL=stable-diffusion-3.5-large DEVICE=t3k preset) needs 8 chips but DEVICE_IDS group (0,1,2,3) (set by the MODEL=stable-diffusion-3.5-large DEVICE=t3k preset) has 4; give each group rows*cols chips`},
 		{"mock chip out of range", env{"DEVICE_IDS": "(0),(5)"}, true,
 			`invalid setting DEVICE_IDS="(0),(5)": chip 5 does not exist: mock mode simulates MOCK_DEVICES_COUNT=5 chips (0..4)`},
 		{"mock preset chip out of range", env{"MODEL": "openai-whisper-large-v3", "DEVICE": "galaxy"}, true,
-			`invalid setting DEVICE_IDS="(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15)": chip 5 does not exist (set by the MODEL=openai-whisper-large-v3 DEVICE=galaxy preset): mock mode simulates MOCK_DEVICES_COUNT=5 chips (0..4)`},
+			`invalid setting DEVICE_IDS="(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)": chip 5 does not exist (set by the MODEL=openai-whisper-large-v3 DEVICE=galaxy preset): mock mode simulates MOCK_DEVICES_COUNT=5 chips (0..4)`},
 		{"mock count zero", env{"MOCK_DEVICES_COUNT": "0"}, true, `invalid setting MOCK_DEVICES_COUNT="0": must be an integer >= 1`},
 		{"mesh garbage", env{"DEVICE_MESH_SHAPE": "2x"}, false,
 			`invalid setting DEVICE_MESH_SHAPE="2x": accepted: "[2,4]", "(2,4)", "2,4" or "2x4", each at least 1`},

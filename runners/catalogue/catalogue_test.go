@@ -1,15 +1,19 @@
 package catalogue
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
+	"github.com/tenstorrent/tt-media-server-go/tests/e2e"
 )
 
 // headTree is ../shared/tt-media-server-head (HEAD's Python server); the test is skipped
@@ -197,5 +201,60 @@ func TestImageGuidanceIsHEADs(t *testing.T) {
 		require.True(t, ok, "%s: HEAD's guidance is not pinned here", m.Name)
 		require.Equal(t, g, m.Image.Guidance, m.Name)
 		require.Equal(t, python[m.Name], m.Image.PythonGuidance, "%s: the guidance HEAD's class always uses", m.Name)
+	}
+}
+
+// headCell is one of HEAD's ModelConfigs cells as the test's Python dumps it.
+type headCell struct {
+	Mesh      [2]int `json:"mesh"`
+	IsGalaxy  bool   `json:"is_galaxy"`
+	DeviceIDs string `json:"device_ids"`
+	MaxBatch  int    `json:"max_batch_size"`
+	Timeout   int    `json:"timeout"`
+}
+
+// headModelConfigs dumps HEAD's real ModelConfigs (config/constants.py, imported by the
+// interpreter that has HEAD's pydantic) by runner and device.
+func headModelConfigs(t *testing.T) map[string]map[string]headCell {
+	t.Helper()
+	road := e2e.HeadRoad(t, filepath.Join("..", ".."))
+	head, err := filepath.Abs(e2e.HeadDir(filepath.Join("..", "..")))
+	require.NoError(t, err)
+	const dump = `import json
+from config.constants import ModelConfigs
+out = {}
+for (runner, device), c in ModelConfigs.items():
+    out.setdefault(runner.value, {})[device.value] = {
+        "mesh": list(c.get("device_mesh_shape", (1, 1))), "is_galaxy": bool(c.get("is_galaxy", True)),
+        "device_ids": c.get("device_ids", ""), "max_batch_size": c.get("max_batch_size", 0),
+        "timeout": c.get("request_processing_timeout_seconds", 0)}
+print(json.dumps(out))`
+	cmd := exec.CommandContext(t.Context(), road.Exe, "-c", dump)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+head+string(os.PathListSeparator)+road.PythonPath)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var cells map[string]map[string]headCell
+	require.NoError(t, json.Unmarshal(out, &cells))
+	return cells
+}
+
+// Every MODEL x DEVICE preset is HEAD's ModelConfigs cell, field for field (mesh, IS_GALAXY,
+// DEVICE_IDS, MAX_BATCH_SIZE, request_processing_timeout_seconds), and every HEAD cell of a
+// catalogued runner on a DEVICE this server knows is a preset.
+func TestPresetsAreHEADsModelConfigs(t *testing.T) {
+	cells := headModelConfigs(t)
+	for _, m := range Models() {
+		for _, d := range Devices() {
+			t.Run(m.Name+"@"+d, func(t *testing.T) {
+				h, atHEAD := cells[m.Name][d]
+				p, ours := m.Presets[d]
+				require.Equal(t, atHEAD, ours, "a preset exactly where HEAD has a cell")
+				if !ours {
+					return
+				}
+				require.Equal(t, headCell{Mesh: p.Mesh, IsGalaxy: p.IsGalaxy, DeviceIDs: p.DeviceIDs, MaxBatch: p.MaxBatchSize,
+					Timeout: int(p.RequestTimeout / time.Second)}, h)
+			})
+		}
 	}
 }

@@ -21,14 +21,11 @@ func concat(lists ...[]Model) []Model {
 
 // DeviceIds values of HEAD's constants.
 const (
-	deviceIDs1   = "(0)"
-	deviceIDs2   = "(0),(1)"
-	deviceIDs4   = "(0),(1),(2),(3)"
-	deviceIDsAll = "" // one worker that sees every device
+	deviceIDs1 = "(0)"
+	deviceIDs4 = "(0),(1),(2),(3)"
 )
 
 var (
-	deviceIDs16 = singleChipGroups(16)
 	deviceIDs32 = singleChipGroups(32)
 	one         = [2]int{1, 1}
 )
@@ -40,15 +37,6 @@ func singleChipGroups(n int) string {
 		parts[i] = fmt.Sprintf("(%d)", i)
 	}
 	return strings.Join(parts, ",")
-}
-
-// singleChipPresets are the cells of a model that runs one worker per chip with batch 1 on
-// n150, n300, t3k and galaxy (SDXL, Whisper).
-var singleChipPresets = map[string]Preset{
-	DeviceN150:   {one, false, deviceIDs1, 1, 0},
-	DeviceN300:   {one, false, deviceIDs2, 1, 0},
-	DeviceGalaxy: {one, true, deviceIDs16, 1, 0},
-	DeviceT3K:    {one, false, deviceIDs4, 1, 0},
 }
 
 // DefaultTraceRegionSize is HEAD's TRACE_REGION_SIZE default, SDXL's region (config's

@@ -1,5 +1,7 @@
 package catalogue
 
+import "time"
+
 // RunnerWhisper is HEAD's Whisper runner.
 const RunnerWhisper = "tt-whisper"
 
@@ -15,8 +17,14 @@ var audioModels = []Model{
 	{Name: RunnerWhisper, Service: ServiceAudio, Default: true, Canonical: "openai-whisper-large-v3",
 		ModelNames: []ModelName{{"distil-whisper/distil-large-v3", "distil-whisper/distil-large-v3"},
 			{"openai-whisper-large-v3", "openai/whisper-large-v3"}},
-		Device:  DeviceOptions{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
-		Presets: headTimeouts(singleChipPresets, map[string]int{DeviceGalaxy: 5000}),
+		Device: DeviceOptions{L1SmallSize: 1024, TraceRegionSize: 100_000_000, CommandQueues: 2},
+		// HEAD's cells: one chip per worker, batch 2 (BatchFifo) on t3k and galaxy.
+		Presets: map[string]Preset{
+			DeviceN150:   {one, false, deviceIDs1, 1, 0},
+			DeviceN300:   {one, false, deviceIDs1, 1, 0},
+			DeviceGalaxy: {one, true, deviceIDs32, 2, 5000 * time.Second},
+			DeviceT3K:    {one, false, deviceIDs4, 2, 0},
+		},
 		Sim: Simulation{Programs: []string{"whisper-encoder", "whisper-decoder-step"}, Traced: "whisper-decoder-step",
 			UnitSeconds: whisperEncoder/whisperWindow + tokensPerAudioSec*whisperDecoder},
 		Programs:    []Program{{Name: "whisper-encoder"}, {Name: "whisper-decoder-step"}},

@@ -66,7 +66,7 @@ var imageModels = []Model{
 	func() Model {
 		m := sdxl(RunnerSDXL, "tt_model_runners.sdxl_generate_runner_trace.TTSDXLGenerateRunnerTrace", InputNone, "sdxl-unet")
 		m.Default, m.Canonical = true, "stable-diffusion-xl-base-1.0"
-		m.Presets = headTimeouts(singleChipPresets, map[string]int{DeviceN300: 3000})
+		m.Presets = headTimeouts(sdxlInputPresets, map[string]int{DeviceN300: 3000}) // HEAD's cells are the same as img2img's
 		m.ModelNames = []ModelName{{"stable-diffusion-xl-base-1.0", "stabilityai/stable-diffusion-xl-base-1.0"}}
 		return m
 	}(),
@@ -78,11 +78,8 @@ var imageModels = []Model{
 				{Name: "crop_coords_top_left", Why: "SDXL micro-conditioning only", Default: "[0, 0]"}},
 			PythonUnused:   []string{"prompt_2", "negative_prompt_2", "timesteps", "sigmas"},
 			PythonGuidance: sd35Guidance},
-		Device: DeviceOptions{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
-		Presets: map[string]Preset{
-			DeviceGalaxy: {[2]int{4, 8}, false, deviceIDsAll, 1, 2000 * time.Second},
-			DeviceT3K:    {[2]int{2, 4}, false, deviceIDsAll, 1, 2000 * time.Second},
-		},
+		Device:  DeviceOptions{L1SmallSize: 32768, TraceRegionSize: 25_000_000, CommandQueues: 1, Fabric1D: true},
+		Presets: headTimeouts(ditPresets, map[string]int{DeviceT3K: 2000, DeviceGalaxy: 2000}),
 		Sim: Simulation{Programs: imageSim.Programs, Traced: imageSim.Traced, UnitSeconds: sdxlUNetStep,
 			PipelineUnitSeconds: sd35DenoiserStep},
 		Programs: []Program{{Name: "sd35-text-encoder"}, {Name: "sd35-text-encoder-2"}, {Name: "sd35-text-encoder-3"},
@@ -146,8 +143,8 @@ var deviceIDs32Group = "(" + strings.Join(func() []string {
 	return ids
 }(), ",") + ")"
 
-// sdxlInputPresets are HEAD's cells of its SDXL image-to-image and edit runners: one chip per
-// worker, and on n300 and T3K a (2,1) mesh with HEAD's DEVICE_IDS as written there.
+// sdxlInputPresets are HEAD's cells of its SDXL runners (text-to-image, image-to-image, edit):
+// one chip per worker, and on n300 and T3K a (2,1) mesh with HEAD's DEVICE_IDS as written there.
 var sdxlInputPresets = map[string]Preset{
 	DeviceN150:   {one, false, deviceIDs1, 1, 0},
 	DeviceN300:   {[2]int{2, 1}, false, deviceIDs1, 1, 0},

@@ -31,8 +31,12 @@ var speechModels = []Model{
 	// trace region).
 	{Name: RunnerSpeechT5, Service: ServiceTextToSpeech, Default: true, Canonical: "microsoft/speecht5_tts",
 		ModelNames: []ModelName{{"speecht5_tts", "microsoft/speecht5_tts"}},
-		Device:     DeviceOptions{L1SmallSize: 150_000, TraceRegionSize: 50_000_000, CommandQueues: 1},
-		Sim:        Simulation{Programs: speecht5Programs(), Traced: "speecht5-decoder-step", UnitSeconds: speecht5Step},
-		Programs:   programList(speecht5Programs()), PythonClass: "tt_model_runners.speecht5_runner.TTSpeechT5Runner",
+		Presets: map[string]Preset{ // HEAD's n150 and n300 cells (P150/P300 are not DEVICE values here)
+			DeviceN150: {one, false, deviceIDs1, 1, 0},
+			DeviceN300: {one, false, deviceIDs1, 1, 0},
+		},
+		Device:   DeviceOptions{L1SmallSize: 150_000, TraceRegionSize: 50_000_000, CommandQueues: 1},
+		Sim:      Simulation{Programs: speecht5Programs(), Traced: "speecht5-decoder-step", UnitSeconds: speecht5Step},
+		Programs: programList(speecht5Programs()), PythonClass: "tt_model_runners.speecht5_runner.TTSpeechT5Runner",
 		GoPipeline: true},
 }
