@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -52,4 +56,25 @@ func OpenDevice(ctx context.Context, parent *ttnn.Device, opts ttnn.Options) (*t
 		return parent.OpenSubmesh(ctx, opts)
 	}
 	return ttnn.Open(ctx, opts)
+}
+
+// WriteManifest writes the simulator program manifest name.ttbsim of set into dir, compiled
+// for mesh (its "mesh" line rewritten), and returns the file's path for ttnn.Device.LoadProgram
+// (the simulator loads programs from files). Its errors read "program <name>: ...".
+func WriteManifest(set fs.FS, dir, name string, mesh ttnn.MeshShape) (string, error) {
+	src, err := fs.ReadFile(set, name+".ttbsim")
+	if err != nil {
+		return "", fmt.Errorf("program %s: %w", name, err)
+	}
+	lines := strings.Split(string(src), "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
+			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
+		}
+	}
+	path := filepath.Join(dir, name+".ttbsim")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		return "", fmt.Errorf("program %s: %w", name, err)
+	}
+	return path, nil
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/tenstorrent/tt-media-server-go/config"
@@ -167,19 +164,9 @@ func openSim(ctx context.Context, c *Config) (_ *simDevice, err error) {
 
 // load writes the manifest (compiled for mesh) and loads it with persistent inputs.
 func (d *simDevice) load(ctx context.Context, name string, mesh ttnn.MeshShape) (*simProgram, error) {
-	src, err := fs.ReadFile(ttnn.SimPrograms(), name+".ttbsim")
+	path, err := WriteManifest(ttnn.SimPrograms(), d.dir, name, mesh)
 	if err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
-	}
-	lines := strings.Split(string(src), "\n")
-	for i, l := range lines {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
-			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
-		}
-	}
-	path := filepath.Join(d.dir, name+".ttbsim")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		return nil, fmt.Errorf("program %s: %w", name, err)
+		return nil, err
 	}
 	prog, err := d.dev.LoadProgram(ctx, path)
 	if err != nil {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/tenstorrent/tt-media-server-go/runners/simdev"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
@@ -45,20 +42,9 @@ func (p *program) output(name string) (int, ttnn.TensorDesc, error) {
 }
 
 func loadProgram(ctx context.Context, dev *ttnn.Device, dir string, set fs.FS, name string) (*program, error) {
-	src, err := fs.ReadFile(set, name+".ttbsim")
+	path, err := simdev.WriteManifest(set, dir, name, dev.Info().Mesh)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: program %s: %w", name, err)
-	}
-	mesh := dev.Info().Mesh
-	lines := strings.Split(string(src), "\n")
-	for i, l := range lines {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
-			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
-		}
-	}
-	path := filepath.Join(dir, name+".ttbsim")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		return nil, fmt.Errorf("pipeline: program %s: %w", name, err)
+		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	prog, err := dev.LoadProgram(ctx, path)
 	if err != nil {

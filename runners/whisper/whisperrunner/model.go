@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -374,19 +372,9 @@ func freeAll(ts ...*ttnn.Tensor) {
 // loadProgram writes the manifest name.ttbsim of programs to dir, compiled for mesh (its
 // "mesh" line rewritten), and loads it.
 func loadProgram(ctx context.Context, dev *ttnn.Device, programs fs.FS, dir, name string, mesh ttnn.MeshShape) (*ttnn.Program, error) {
-	src, err := fs.ReadFile(programs, name+".ttbsim")
+	path, err := simdev.WriteManifest(programs, dir, name, mesh)
 	if err != nil {
-		return nil, fmt.Errorf("whisper: program %s: %w", name, err)
-	}
-	lines := strings.Split(string(src), "\n")
-	for i, l := range lines {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == "mesh" {
-			lines[i] = fmt.Sprintf("mesh %d %d", mesh.Rows, mesh.Cols)
-		}
-	}
-	path := filepath.Join(dir, name+".ttbsim")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		return nil, fmt.Errorf("whisper: program %s: %w", name, err)
+		return nil, fmt.Errorf("whisper: %w", err)
 	}
 	p, err := dev.LoadProgram(ctx, path)
 	if err != nil {
