@@ -1,4 +1,4 @@
-// Package python carries the Python worker (tt_worker.py and its tt_worker_hooks module) in
+// Package python carries the Python worker (tt_worker.py and its tt_worker_*.py modules) in
 // the server binary and installs it for DEVICE_BACKEND=python: the worker that hosts
 // Tenstorrent's own model runners (tt-media-server HEAD's BaseDeviceRunner classes) behind the
 // worker protocol of docs/WORKER-PROTOCOL.md. fakes/ holds the fake ttnn and runners the tests
@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 )
 
-//go:embed tt_worker.py tt_worker_hooks.py tt_worker_media.py
+//go:embed tt_worker*.py
 var files embed.FS
 
 // Script is the worker's entry point within an installed directory.

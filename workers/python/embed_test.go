@@ -20,8 +20,10 @@ func TestInstall(t *testing.T) {
 	got, err := os.ReadFile(script)
 	require.NoError(t, err)
 	require.Equal(t, src, got)
-	_, err = os.Stat(filepath.Join(filepath.Dir(script), "tt_worker_hooks.py"))
-	require.NoError(t, err, "the hooks module sits beside the script")
+	for _, m := range []string{"hooks", "protocol", "image", "audio", "cnn", "tts", "video"} {
+		_, err = os.Stat(filepath.Join(filepath.Dir(script), "tt_worker_"+m+".py"))
+		require.NoError(t, err, "the %s module sits beside the script", m)
+	}
 	again, err := Install(base)
 	require.NoError(t, err)
 	require.Equal(t, script, again, "an install is reused")
@@ -32,7 +34,7 @@ func TestInstall(t *testing.T) {
 
 // TestLanguageNames: the worker answers the language names the Go runners answer.
 func TestLanguageNames(t *testing.T) {
-	src, err := os.ReadFile("tt_worker.py")
+	src, err := os.ReadFile("tt_worker_audio.py")
 	require.NoError(t, err)
 	pairs := regexp.MustCompile(`"([a-z]{2,3})": "([a-z ]+)"`).FindAllStringSubmatch(string(src), -1)
 	require.Len(t, pairs, 100)

@@ -22,30 +22,25 @@ Threads and processes: the main thread reads the server's messages (cancel and c
 while the runner computes); one runner thread runs warm-up and batches in order; heartbeats come
 from a forked helper process, so a runner that holds the GIL inside a long C call cannot starve
 them (the helper stops beating only when this process is stopped, e.g. SIGSTOP, or gone).
+Modules beside this file, one per concern: tt_worker_protocol (frames, heartbeats, errors),
+tt_worker_image, tt_worker_audio, tt_worker_cnn, tt_worker_tts and tt_worker_video (each service's
+request fields and answers), tt_worker_hooks (what a hosted runner may call).
 Standard library only; numpy and PIL are used when the hosted runner has them.
 """
 
 import asyncio
-import ctypes
 import faulthandler
 import importlib
 import inspect
-import io
-import json
 import logging
 import os
 import queue
 import signal
-import struct
 import sys
 import threading
 import time
 import traceback
 import types
-
-PROTOCOL_VERSION = 3
-MAX_FRAME = 256 << 20
-MAX_HEADER = 16 << 20
 
 # MODEL_RUNNER -> (module, class) of tt-media-server HEAD's runner_fabric.
 RUNNERS = {
@@ -96,223 +91,21 @@ REQUESTS = {
     "video_i2v": ("domain.video_i2v_generate_request", "VideoI2VGenerateRequest"),
 }
 
-# ISO-639-1 code -> whisper's language name, as the Go runners answer (runners/whisper/whispertokenizer).
-WHISPER_LANGUAGES = {
-    "en": "english", "zh": "chinese", "de": "german", "es": "spanish", "ru": "russian",
-    "ko": "korean", "fr": "french", "ja": "japanese", "pt": "portuguese", "tr": "turkish",
-    "pl": "polish", "ca": "catalan", "nl": "dutch", "ar": "arabic", "sv": "swedish",
-    "it": "italian", "id": "indonesian", "hi": "hindi", "fi": "finnish", "vi": "vietnamese",
-    "he": "hebrew", "uk": "ukrainian", "el": "greek", "ms": "malay", "cs": "czech",
-    "ro": "romanian", "da": "danish", "hu": "hungarian", "ta": "tamil", "no": "norwegian",
-    "th": "thai", "ur": "urdu", "hr": "croatian", "bg": "bulgarian", "lt": "lithuanian",
-    "la": "latin", "mi": "maori", "ml": "malayalam", "cy": "welsh", "sk": "slovak", "te": "telugu",
-    "fa": "persian", "lv": "latvian", "bn": "bengali", "sr": "serbian", "az": "azerbaijani",
-    "sl": "slovenian", "kn": "kannada", "et": "estonian", "mk": "macedonian", "br": "breton",
-    "eu": "basque", "is": "icelandic", "hy": "armenian", "ne": "nepali", "mn": "mongolian",
-    "bs": "bosnian", "kk": "kazakh", "sq": "albanian", "sw": "swahili", "gl": "galician",
-    "mr": "marathi", "pa": "punjabi", "si": "sinhala", "km": "khmer", "sn": "shona",
-    "yo": "yoruba", "so": "somali", "af": "afrikaans", "oc": "occitan", "ka": "georgian",
-    "be": "belarusian", "tg": "tajik", "sd": "sindhi", "gu": "gujarati", "am": "amharic",
-    "yi": "yiddish", "lo": "lao", "uz": "uzbek", "fo": "faroese", "ht": "haitian creole",
-    "ps": "pashto", "tk": "turkmen", "nn": "nynorsk", "mt": "maltese", "sa": "sanskrit",
-    "lb": "luxembourgish", "my": "myanmar", "bo": "tibetan", "tl": "tagalog", "mg": "malagasy",
-    "as": "assamese", "tt": "tatar", "haw": "hawaiian", "ln": "lingala", "ha": "hausa",
-    "ba": "bashkir", "jw": "javanese", "su": "sundanese", "yue": "cantonese",
-}
 
 log = logging.getLogger("tt_worker")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tt_worker_hooks as hooks  # noqa: E402  (beside this file)
-import tt_worker_media as media  # noqa: E402
+import tt_worker_audio as audio  # noqa: E402  (beside this file)
+import tt_worker_cnn as cnn  # noqa: E402
+import tt_worker_hooks as hooks  # noqa: E402
+import tt_worker_image as image  # noqa: E402
+import tt_worker_tts as tts  # noqa: E402
+import tt_worker_video as video  # noqa: E402
+from tt_worker_protocol import (  # noqa: E402
+    PROTOCOL_VERSION, Out, ProtocolError, Writer, get, read_frame, start_heartbeats, wire_error)
 
-
-class ProtocolError(Exception):
-    pass
-
-
-# ---------------------------------------------------------------- frames
-
-
-class Out:
-    """An outgoing message: a header dict plus its blobs."""
-
-    def __init__(self, kind, **fields):
-        self.header = {"kind": kind}
-        self.header.update(fields)
-        self.blobs = []
-
-    def blob(self, data):
-        self.blobs.append(data)
-        return len(self.blobs) - 1
-
-    def encode(self):
-        if self.blobs:
-            self.header["blobs"] = [len(b) for b in self.blobs]
-        hdr = json.dumps(self.header, separators=(",", ":"), allow_nan=False).encode()
-        n = 4 + len(hdr) + sum(len(b) for b in self.blobs)
-        if n > MAX_FRAME:
-            raise ProtocolError(f"{self.header['kind']} frame of {n} bytes exceeds {MAX_FRAME}")
-        return b"".join([struct.pack(">II", n, len(hdr)), hdr] + [bytes(b) if not isinstance(b, bytes) else b for b in self.blobs])
-
-
-def read_exact(f, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = f.read(n - len(buf))
-        if not chunk:
-            return bytes(buf)
-        buf += chunk
-    return bytes(buf)
-
-
-def read_frame(f):
-    """Returns (header, blobs) or None at a clean end of input."""
-    first = read_exact(f, 4)
-    if not first:
-        return None
-    if len(first) < 4:
-        raise ProtocolError("truncated frame length")
-    (n,) = struct.unpack(">I", first)
-    if n < 4 or n > MAX_FRAME:
-        raise ProtocolError(f"frame length {n}")
-    body = read_exact(f, n)
-    if len(body) != n:
-        raise ProtocolError(f"truncated frame ({len(body)} of {n} bytes)")
-    (h,) = struct.unpack(">I", body[:4])
-    if h == 0 or h > MAX_HEADER or h > n - 4:
-        raise ProtocolError(f"header length {h} in a frame of {n} bytes")
-    try:
-        header = json.loads(body[4:4 + h])
-    except ValueError as e:
-        raise ProtocolError(f"decode frame header: {e}") from None
-    if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
-        raise ProtocolError("frame header is not a message")
-    payload = memoryview(body)[4 + h:]
-    blobs, off = [], 0
-    for length in header.get("blobs") or []:
-        if not isinstance(length, int) or length < 0 or off + length > len(payload):
-            raise ProtocolError(f"blob of {length} bytes beyond the payload")
-        blobs.append(payload[off:off + length])
-        off += length
-    if off != len(payload):
-        raise ProtocolError(f"blobs of {off} bytes in a payload of {len(payload)}")
-    return header, blobs
-
-
-def blob_at(blobs, index):
-    if not isinstance(index, int) or index < 0 or index >= len(blobs):
-        raise ProtocolError(f"blob {index} of {len(blobs)}")
-    return blobs[index]
-
-
-class Writer:
-    """Writes whole frames to the protocol descriptor; the lock is shared with the heartbeat
-    process, so frames never interleave."""
-
-    def __init__(self, fd):
-        self.fd = fd
-        self.thread_lock = threading.Lock()
-        try:
-            import multiprocessing
-
-            self.proc_lock = multiprocessing.Lock()
-        except (ImportError, OSError) as e:  # no POSIX semaphores: heartbeats from a thread
-            log.warning("no process-shared lock (%s): heartbeats come from a thread", e)
-            self.proc_lock = None
-
-    def send(self, out):
-        data = out.encode()
-        with self.thread_lock:
-            if self.proc_lock is not None:
-                self.proc_lock.acquire()
-            try:
-                write_all(self.fd, data)
-            finally:
-                if self.proc_lock is not None:
-                    self.proc_lock.release()
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-# ---------------------------------------------------------------- heartbeats
-
-
-def process_stopped(pid):
-    """True when pid is stopped (SIGSTOP, a debugger) or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        state = stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3]
-        return state in (b"T", b"t", b"Z")
-    except (OSError, ValueError):
-        return False
-
-
-def start_heartbeats(writer, every):
-    """Forks the heartbeat process (before any thread exists). It beats every `every` seconds
-    while this process lives and is not stopped, and dies with it (PR_SET_PDEATHSIG)."""
-    frame = Out("heartbeat").encode()
-    if writer.proc_lock is None:
-        def beat():
-            while True:
-                time.sleep(every)
-                with writer.thread_lock:
-                    write_all(writer.fd, frame)
-        threading.Thread(target=beat, name="heartbeat", daemon=True).start()
-        return None
-    parent = os.getpid()
-    pid = os.fork()
-    if pid:
-        return pid
-    try:  # the heartbeat process
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        while True:
-            time.sleep(every)
-            if os.getppid() != parent:
-                break
-            if process_stopped(parent):
-                continue
-            if not writer.proc_lock.acquire(timeout=every):
-                continue
-            try:
-                write_all(writer.fd, frame)
-            finally:
-                writer.proc_lock.release()
-    except BaseException:  # noqa: BLE001 - the helper must never run the worker's code
-        pass
-    os._exit(0)
-
-
-# ---------------------------------------------------------------- errors
-
-
-def wire_error(ex, job=None):
-    """An exception as the protocol's error: class and message."""
-    if isinstance(ex, hooks.Cancelled) or (job is not None and job.cancelled.is_set()):
-        if job is not None and not job.cancelled.is_set() and job.deadline and time.time() >= job.deadline:
-            return {"class": "deadline", "message": "the job's deadline passed"}
-        return {"class": "canceled", "message": "cancelled by the server"}
-    if isinstance(ex, hooks.DeviceLost):
-        cls = "device_lost"
-    elif isinstance(ex, ProtocolError):
-        cls = "protocol"
-    elif isinstance(ex, (ValueError, TypeError)) and not isinstance(ex, UnicodeError):
-        cls = "bad_request"  # HEAD's requests and runners reject bad input with ValueError
-    else:
-        cls = ""
-    text = str(ex) or type(ex).__name__
-    return {"class": cls, "message": f"{type(ex).__name__}: {text}"}
+# Wire job field -> the module that turns it into the runner's request.
+SERVICES = {"image": image, "audio": audio, "cnn": cnn, "speech": tts, "video": video}
 
 
 # ---------------------------------------------------------------- requests
@@ -345,276 +138,14 @@ def make_request(kind, fields, private):
     return req
 
 
-def pil():
-    from PIL import Image
-
-    return Image
-
-
-def image_from_wire(w, blobs):
-    fmt = w.get("format")
-    mode = {"rgba8": "RGBA", "rgb8": "RGB", "gray8": "L"}.get(fmt)
-    if mode is None:
-        raise ProtocolError(f"image format {fmt!r}")
-    return pil().frombytes(mode, (w["width"], w["height"]), bytes(blob_at(blobs, w["pixels"])))
-
-
-def b64_png(img):
-    import base64
-
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", compress_level=1)
-    return base64.b64encode(buf.getvalue()).decode()
-
 
 def build_request(job_id, w, blobs):
     """The runner's request object for one wire job: (type, request)."""
-    if "image" in w:
-        r = w["image"]
-        fields = {
-            "prompt": r.get("prompt", ""),
-            "negative_prompt": r.get("negative_prompt") or None,
-            "prompt_2": r.get("prompt_2") or None,
-            "negative_prompt_2": r.get("negative_prompt_2") or None,
-            "seed": r.get("seed"),
-            "guidance_rescale": r.get("guidance_rescale", 0.0),
-            "crop_coords_top_left": tuple(r.get("crop_coords_top_left") or (0, 0)),
-            "timesteps": r.get("timesteps"),
-            "sigmas": r.get("sigmas"),
-            "number_of_images": 1,
-        }
-        # 0 = not given (OpenAI's dialect has neither): the request class's default applies.
-        if (r.get("num_inference_steps") or 0) > 0:
-            fields["num_inference_steps"] = r["num_inference_steps"]
-        if (r.get("guidance_scale") or 0) > 0:
-            fields["guidance_scale"] = r["guidance_scale"]
-        if r.get("lora_path"):
-            fields["lora_path"] = r["lora_path"]
-            if r.get("lora_scale") is not None:
-                fields["lora_scale"] = r["lora_scale"]
-        kind = "image"
-        if r.get("init_image"):  # HEAD's image-to-image and edit requests carry base64 files
-            kind = "image_to_image"
-            fields["image"] = b64_png(image_from_wire(r["init_image"], blobs).convert("RGB"))
-            if r.get("strength") is not None:
-                fields["strength"] = r["strength"]
-            if r.get("mask"):
-                kind = "edit"
-                fields["mask"] = b64_png(image_from_wire(r["mask"], blobs).convert("L"))
-        return "image", make_request(kind, fields, {"_task_id": str(job_id)})
-    if "audio" in w:
-        r = w["audio"]
-        raw = blob_at(blobs, r["samples"])
-        if len(raw) % 4:
-            raise ProtocolError(f"{len(raw)} bytes of samples")
-        try:
-            import numpy
-
-            samples = numpy.frombuffer(raw, dtype="<f4").astype(numpy.float32)
-        except ImportError:
-            import array
-
-            samples = array.array("f", bytes(raw))
-            if sys.byteorder != "little":
-                samples.byteswap()
-        segments = r.get("segments")
-        fields = {
-            "file": b"",
-            "stream": bool(r.get("stream")),
-            "response_format": "verbose_json",
-            "is_preprocessing_enabled": segments is not None,
-            "perform_diarization": False,
-            "temperatures": r.get("temperature", 0.0),
-            "prompt": r.get("prompt", ""),
-        }
-        temps = r.get("temperatures")
-        if temps:  # HEAD's whole fallback schedule
-            fields["temperatures"] = tuple(temps) if len(temps) > 1 else temps[0]
-        for k in ("compression_ratio_threshold", "logprob_threshold", "no_speech_threshold"):
-            if r.get(k) is not None:
-                fields[k] = r[k]
-        private = {
-            "_task_id": str(job_id),
-            "_audio_array": samples,
-            "_duration": float(r.get("duration") or 0.0),
-            "_segments": None if segments is None else [{"start": s["start"], "end": s["end"]} for s in segments],
-        }
-        return "audio", make_request("audio", fields, private)
-    if "cnn" in w:
-        r = w["cnn"]
-        img = image_from_wire(r["image"], blobs).convert("RGB")
-        png = io.BytesIO()
-        img.save(png, format="PNG", compress_level=1)  # the runners open an encoded file
-        fields = {
-            "prompt": png.getvalue(),
-            "top_k": r.get("top_k") or 3,
-            "min_confidence": r.get("min_confidence", 0.0),
-            "response_format": "json",
-        }
-        return "cnn", make_request("cnn", fields, {"_task_id": str(job_id)})
-    if "speech" in w:
-        r = w["speech"]
-        emb = r.get("speaker_embedding")
-        fields = media.speech_fields(r, None if emb is None else blob_at(blobs, emb))
-        return "speech", make_request("speech", fields, {"_task_id": str(job_id)})
-    if "video" in w:
-        r = w["video"]
-        images = [(b64_png(image_from_wire(p["image"], blobs).convert("RGB")), int(p.get("frame_pos") or 0))
-                  for p in r.get("image_prompts") or []]
-        kind, fields, private = media.video_fields(r, images)
-        private["_task_id"] = str(job_id)
-        return "video", make_request(kind, fields, private)
+    for service, module in SERVICES.items():
+        if service in w:
+            kind, fields, private = module.request(job_id, w[service], blobs)
+            return service, make_request(kind, fields, private)
     raise ProtocolError(f"job {job_id} has no request")
-
-
-# ---------------------------------------------------------------- results
-
-
-def get(obj, key, default=None):
-    if isinstance(obj, dict):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
-
-
-def wire_image(out, img):
-    if hasattr(img, "mode") and hasattr(img, "tobytes"):  # PIL
-        if img.mode not in ("RGB", "RGBA", "L"):
-            img = img.convert("RGB")
-        fmt = {"RGB": "rgb8", "RGBA": "rgba8", "L": "gray8"}[img.mode]
-        width, height = img.size
-        data = img.tobytes()
-    elif hasattr(img, "shape") and hasattr(img, "tobytes"):  # numpy HxW[xC] uint8
-        shape = tuple(img.shape)
-        channels = shape[2] if len(shape) == 3 else 1
-        fmt = {1: "gray8", 3: "rgb8", 4: "rgba8"}.get(channels)
-        if fmt is None or str(img.dtype) != "uint8":
-            raise TypeError(f"image array of shape {shape} and dtype {img.dtype}")
-        height, width = shape[0], shape[1]
-        data = img.tobytes()
-    else:
-        raise TypeError(f"image result of type {type(img).__name__}")
-    return {"width": width, "height": height, "format": fmt, "pixels": out.blob(data)}
-
-
-def image_result(out, resp):
-    images = resp if isinstance(resp, (list, tuple)) else [resp]
-    return {"images": [wire_image(out, img) for img in images]}
-
-
-def transcript_result(resp, wire_req):
-    if isinstance(resp, (list, tuple)) and len(resp) == 1:
-        resp = resp[0]
-    if isinstance(resp, str):
-        resp = {"text": resp}
-    segments = get(resp, "segments")
-    speakers = get(resp, "speakers")
-    language = wire_req.get("language") or os.environ.get("AUDIO_LANGUAGE", "English")
-    language = WHISPER_LANGUAGES.get(language.lower(), language.lower())
-    return {"transcript": {
-        "text": get(resp, "text") or "",
-        "task": wire_req.get("task") or "transcribe",
-        "language": language,
-        "duration": float(get(resp, "duration") or wire_req.get("duration") or 0.0),
-        "segments": None if segments is None else [{
-            "id": int(get(s, "id", i)),
-            "speaker": get(s, "speaker") or "",
-            "start_time": float(get(s, "start_time", 0.0)),
-            "end_time": float(get(s, "end_time", 0.0)),
-            "text": get(s, "text") or "",
-        } for i, s in enumerate(segments)],
-        "speaker_count": int(get(resp, "speaker_count") or 0),
-        "speakers": None if speakers is None else [str(s) for s in speakers],
-    }}
-
-
-def percent(p):
-    """A probability as HEAD's runners give it ("45.1234%", or a number) in [0, 1]."""
-    if isinstance(p, str):
-        s = p.strip()
-        v = float(s.rstrip("%"))
-        return v / 100 if s.endswith("%") or v > 1 else v
-    v = float(p)
-    return v / 100 if v > 1 else v
-
-
-def yolov4_detections(resp):
-    """HEAD's TTYolov4Runner._format_detections list ({bbox{x1,y1,x2,y2}, confidence, class_id,
-    class_name}) as wire detections, best score first; None when resp is not one."""
-    if not isinstance(resp, (list, tuple)) or not all(isinstance(d, dict) and "bbox" in d for d in resp):
-        return None
-    dets = []
-    for d in resp:
-        b = d["bbox"]
-        dets.append({"label": str(d.get("class_name", "")), "index": int(d.get("class_id", -1)),
-                     "score": float(d.get("confidence", 0.0)),
-                     "box": [float(b["x1"]), float(b["y1"]), float(b["x2"]), float(b["y2"])]})
-    dets.sort(key=lambda d: -d["score"])
-    return dets
-
-
-def mask_blob(output):
-    """A Forge segmenter's output mask (rows of class indices) and mask_shape as (width,
-    height, bytes)."""
-    rows = [list(r) for r in output["mask"]]
-    height, width = len(rows), len(rows[0]) if rows else 0
-    shape = output.get("mask_shape")
-    if shape is not None and [int(x) for x in shape][-2:] != [height, width]:
-        raise TypeError(f"mask of {height}x{width} with mask_shape {list(shape)}")
-    if height == 0 or width == 0 or any(len(r) != width for r in rows):
-        raise TypeError("a ragged or empty mask")
-    data = bytearray(width * height)
-    for y, r in enumerate(rows):
-        for x, k in enumerate(r):
-            k = int(k)
-            if not 0 <= k <= 255:
-                raise TypeError(f"mask class {k} outside 0..255")
-            data[y * width + x] = k
-    return width, height, bytes(data)
-
-
-def cnn_result(out, resp):
-    """HEAD's CNN answers on the wire: a classifier's ImageClassificationResult (labels), a
-    Forge detector's (YOLOX: output boxes and scores too), a Forge segmenter's (output mask and
-    mask_shape), or YOLOv4's list of detections."""
-    dets = yolov4_detections(resp)
-    if dets is not None:
-        return {"cnn": {"top": [], "detections": dets}}
-    if isinstance(resp, (list, tuple)) and len(resp) == 1:
-        resp = resp[0]
-    if isinstance(resp, str):  # HEAD's verbose_json CSV: "label,prob,lbl1,p1,idx1,..."
-        raise TypeError("a verbose_json classification string (the worker asks for json)")
-    label = get(resp, "top1_class_label")
-    output = get(resp, "output") or {}
-    labels = list(get(output, "labels") or [])
-    probs = list(get(output, "probabilities") or [])
-    indices = list(get(output, "indices") or [])
-    boxes = get(output, "boxes")
-    if boxes is not None:
-        scores = list(get(output, "scores") or [])
-        dets = []
-        for i, box in enumerate(boxes):
-            if box is None:
-                continue
-            score = scores[i] if i < len(scores) and scores[i] is not None else (percent(probs[i]) if i < len(probs) else 0.0)
-            dets.append({"label": str(labels[i]) if i < len(labels) else "", "index": int(indices[i]) if i < len(indices) else -1,
-                         "score": float(score), "box": [float(v) for v in box]})
-        return {"cnn": {"top": [], "detections": dets}}
-    top = []
-    if label is not None:
-        idx = indices[labels.index(label)] if label in labels and labels.index(label) < len(indices) else -1
-        top.append({"label": str(label), "index": int(idx), "probability": percent(get(resp, "top1_class_probability"))})
-    for i, lbl in enumerate(labels):
-        if top and i == 0 and str(lbl) == top[0]["label"]:
-            continue
-        top.append({"label": str(lbl), "index": int(indices[i]) if i < len(indices) else -1,
-                    "probability": percent(probs[i]) if i < len(probs) else 0.0})
-    if not top:
-        raise TypeError(f"classification result of type {type(resp).__name__} without a class")
-    result = {"top": top}
-    if get(output, "mask") is not None:
-        width, height, data = mask_blob(output)
-        result["mask"] = {"width": width, "height": height, "class": out.blob(data)}
-    return {"cnn": result}
 
 
 # ---------------------------------------------------------------- the worker
@@ -909,23 +440,23 @@ class Worker:
 
     def convert(self, out, job, resp):
         if job.kind == "image":
-            return image_result(out, resp)
+            return image.image_result(out, resp)
         if job.kind == "audio":
-            return transcript_result(resp, job.wire["audio"])
+            return audio.transcript_result(resp, job.wire["audio"])
         if job.kind == "speech":
-            media.runner_processor = getattr(self.runner, "processor", None)
-            samples, fields = media.speech_result(resp, job.request)
+            tts.runner_processor = getattr(self.runner, "processor", None)
+            samples, fields = tts.speech_result(resp, job.request)
             fields["samples"] = out.blob(samples)
             return {"speech": fields}
         if job.kind == "video":
-            fps = media.video_fps(self.runner)
-            path = media.video_file(resp)
+            fps = video.video_fps(self.runner)
+            path = video.video_file(resp)
             if path is not None:  # a self-encoding runner's MP4: its path, never its bytes
                 return {"video": {"file": path, "fps": fps}}
-            pixels, width, height, frames = media.video_frames(resp)
+            pixels, width, height, frames = video.video_frames(resp)
             return {"video": {"width": width, "height": height, "fps": fps, "frames": frames,
                               "pixels": out.blob(pixels)}}
-        return cnn_result(out, resp)
+        return cnn.cnn_result(out, resp)
 
     def video_progress(self, job, done, total):
         """A video job's progress as the server's acked chunk; its refusal (the job was
@@ -992,7 +523,7 @@ class Worker:
             if err:
                 self.answer(job, error=err)
                 return
-            self.answer(job, result=transcript_result(final, job.wire["audio"]))
+            self.answer(job, result=audio.transcript_result(final, job.wire["audio"]))
         except BaseException as ex:  # noqa: BLE001
             if not isinstance(ex, hooks.Cancelled) and not job.cancelled.is_set():
                 log.error("stream failed:\n%s", traceback.format_exc())
@@ -1036,11 +567,11 @@ class Worker:
         finally:
             self.acks.pop(seq, None)
 
-    def send_preview(self, job, index, image_index, step, steps, image):
+    def send_preview(self, job, index, image_index, step, steps, picture):
         out = Out("chunk", job=job.id)
         preview = {"index": index, "image_index": image_index, "step": step, "steps": steps}
-        if image is not None:
-            preview["image"] = wire_image(out, image)
+        if picture is not None:
+            preview["image"] = image.wire_image(out, picture)
         out.header["preview"] = preview
         err = self.emit(job, out)
         if err is None:
