@@ -172,7 +172,7 @@ func ids(js []Job) []string {
 }
 
 // TestRecoverAndSweep: a restart fails its own unfinished jobs (not another replica's) and
-// removes orphaned files; the sweep fails stuck jobs and deletes expired ones with their files.
+// removes orphaned files and its workers' export directory; the sweep fails stuck jobs and deletes expired ones with their files.
 func TestRecoverAndSweep(t *testing.T) {
 	for name, open := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -201,6 +201,12 @@ func TestRecoverAndSweep(t *testing.T) {
 			for _, n := range []string{".video_r.123.tmp", "video_gone.mp4", "video_gone.thumbnail.webp", "README"} {
 				require.NoError(t, os.WriteFile(filepath.Join(files.Dir, n), []byte("x"), 0o600))
 			}
+			// MP4s that r1's self-encoding Python workers left (taken or not), and r2's.
+			for _, p := range []string{ExportDir(files.Dir, "r1") + "/w@0/out/a.mp4", ExportDir(files.Dir, "r1") + "/w@0/taken/b.mp4",
+				ExportDir(files.Dir, "r2") + "/w@0/out/c.mp4"} {
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+				require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+			}
 			m := &Maintainer{Store: db, Files: files, Owner: "r1", Prefix: "video_", Retention: time.Hour, Stuck: time.Minute}
 			require.NoError(t, m.Recover(ctx))
 			for id, want := range map[string]State{"video_q": Failed, "video_r": Failed, "video_done": Completed, "video_other": InProgress} {
@@ -217,7 +223,9 @@ func TestRecoverAndSweep(t *testing.T) {
 			for _, e := range left {
 				names = append(names, e.Name())
 			}
-			require.ElementsMatch(t, []string{"video_done.mp4", "README"}, names)
+			require.ElementsMatch(t, []string{"video_done.mp4", "README", ".worker-export"}, names)
+			require.NoDirExists(t, ExportDir(files.Dir, "r1"))
+			require.FileExists(t, ExportDir(files.Dir, "r2")+"/w@0/out/c.mp4")
 
 			// An hour and a minute later: r2's job is stuck, everything finished has expired.
 			require.NoError(t, m.Sweep(ctx, time.Now().Add(time.Hour+time.Minute)))
