@@ -14,7 +14,6 @@ import (
 
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/diffusionpipeline"
 	"github.com/tenstorrent/tt-media-server-go/runners/programs"
-	"github.com/tenstorrent/tt-media-server-go/runners/wan/i2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/ttnn"
 	"github.com/tenstorrent/tt-media-server-go/ttnn/ttnnfile"
@@ -47,7 +46,7 @@ func TestSimManifestsMatchTheDeclarations(t *testing.T) {
 	d, err := ttnn.Open(context.Background(), ttnn.Options{Mesh: ttnn.MeshShape{Rows: 1, Cols: 1}})
 	require.NoError(t, err)
 	defer d.Close()
-	manifests := overlay{diffusionpipeline.Programs(), t2v.Programs(), i2v.Programs()}
+	manifests := overlay{diffusionpipeline.Programs(), t2v.Programs()}
 	dir := t.TempDir()
 	seen := map[string]bool{}
 	for _, spec := range programs.All() {
@@ -65,7 +64,7 @@ func TestSimManifestsMatchTheDeclarations(t *testing.T) {
 			require.Equal(t, spec.Batch, spec.Functions[0].Inputs[0].Shape[0], "%s: batch is the leading dimension", spec.Name)
 		}
 	}
-	for _, root := range []fs.FS{ttnn.SimPrograms(), diffusionpipeline.Programs(), t2v.Programs(), i2v.Programs()} {
+	for _, root := range []fs.FS{ttnn.SimPrograms(), diffusionpipeline.Programs(), t2v.Programs()} {
 		ents, err := fs.ReadDir(root, ".")
 		require.NoError(t, err)
 		for _, e := range ents {

@@ -13,9 +13,9 @@ import (
 // i2vSet is the image-to-video program set for a mesh: 1280x720 on a Galaxy-class one.
 func i2vSet(large bool) (fs.FS, string) {
 	if large {
-		return i2v.Programs(), i2v.Prefix720
+		return t2v.Programs(), i2v.Prefix720
 	}
-	return i2v.Programs(), i2v.Prefix480
+	return t2v.Programs(), i2v.Prefix480
 }
 
 // warmI2V builds the Wan2.2 I2V pipeline on the loaded set and renders HEAD's I2V warm-up clip:

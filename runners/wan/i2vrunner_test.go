@@ -8,13 +8,10 @@ import (
 	"image/color"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenstorrent/tt-media-server-go/config"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/i2v"
@@ -81,48 +78,10 @@ func TestI2VPipelineRunner(t *testing.T) {
 	}
 }
 
-// TestI2VPipelineFactory: tt-wan2.2-i2v gets the I2V pipeline runner over the wan22-i2v sets
-// (1280x720 on a Galaxy) when MODEL_WEIGHTS_PATH has the UMT5 tokenizer in mock-device mode,
-// the simulated twin otherwise.
-func TestI2VPipelineFactory(t *testing.T) {
-	model, err := os.ReadFile(tokenizerModel(t))
-	require.NoError(t, err)
-	weights := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(weights, "tokenizer"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(weights, "tokenizer", "spiece.model"), model, 0o644))
-	reg := runners.NewRegistry()
-	Register(reg)
-	for _, tc := range []struct {
-		name     string
-		settings config.Settings
-		mesh     config.MeshShape
-		prefix   string
-	}{
-		{"T3K-size", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}},
-			MockStepLatency: 500 * time.Millisecond}, config.MeshShape{Rows: 1, Cols: 1}, i2v.Prefix480},
-		{"Galaxy", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: make([]int, 32)}},
-			MockStepLatency: 500 * time.Millisecond}, config.MeshShape{Rows: 4, Cols: 8}, i2v.Prefix720},
-		{"no tokenizer", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: []config.DeviceGroup{{ID: "0", Devices: []int{0}}}},
-			config.MeshShape{Rows: 1, Cols: 1}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := reg.New(catalogue.RunnerWan22I2V, runners.WorkerSpec{WorkerID: "0", Devices: tc.settings.DeviceGroups[0].Devices, Mesh: tc.mesh, Settings: &tc.settings})
-			require.NoError(t, err)
-			pr, isPipe := r.(*PipelineRunner)
-			require.Equal(t, tc.prefix != "", isPipe)
-			if isPipe {
-				require.True(t, pr.i2v)
-				require.Equal(t, tc.prefix, pr.prefix)
-			}
-			require.NoError(t, r.Close())
-		})
-	}
-}
-
 // TestScaledPrograms: MOCK_VIDEO_SCALE shrinks the clip-sized tensors of a set's manifests
 // (latents to even sizes, videos to 8x those), and the shrunk set loads and fits together.
 func TestScaledPrograms(t *testing.T) {
-	set, err := scaledPrograms(i2v.Programs(), i2v.Prefix480, 8)
+	set, err := scaledPrograms(t2v.Programs(), i2v.Prefix480, 8)
 	require.NoError(t, err)
 	src, err := fs.ReadFile(set, i2v.Prefix480+"-transformer.ttbsim")
 	require.NoError(t, err)

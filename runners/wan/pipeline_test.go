@@ -15,6 +15,7 @@ import (
 	"github.com/tenstorrent/tt-media-server-go/internal/simtest"
 	"github.com/tenstorrent/tt-media-server-go/runners"
 	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
+	"github.com/tenstorrent/tt-media-server-go/runners/wan/i2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
@@ -112,7 +113,7 @@ func TestPipelineRunner(t *testing.T) {
 	require.ErrorContains(t, err, "image_prompts")
 }
 
-// TestPipelineFactory: tt-wan2.2 gets the pipeline runner when MODEL_WEIGHTS_PATH has the UMT5
+// TestPipelineFactory: tt-wan2.2 (and tt-wan2.2-i2v, with the I2V sets) gets the pipeline runner when MODEL_WEIGHTS_PATH has the UMT5
 // tokenizer in mock-device mode, the simulated runner otherwise; Register wires it so.
 func TestPipelineFactory(t *testing.T) {
 	model, err := os.ReadFile(tokenizerModel(t))
@@ -133,16 +134,27 @@ func TestPipelineFactory(t *testing.T) {
 		pipeline bool
 		prefix   string
 		unit     float64
+		i2v      bool
 	}{
 		{"weights with the tokenizer", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one, MockStepLatency: 500 * time.Millisecond},
-			config.MeshShape{Rows: 1, Cols: 1}, true, t2v.Prefix480, catalogue.Wan22GuidedStep},
+			config.MeshShape{Rows: 1, Cols: 1}, true, t2v.Prefix480, catalogue.Wan22GuidedStep, false},
 		{"a Galaxy mesh", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: galaxy, MockStepLatency: 500 * time.Millisecond},
-			config.MeshShape{Rows: 4, Cols: 8}, true, t2v.Prefix720, catalogue.Wan22GuidedStepGalaxy},
-		{"weights without it", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0},
-		{"no weights path", config.Settings{Mock: true, DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0},
+			config.MeshShape{Rows: 4, Cols: 8}, true, t2v.Prefix720, catalogue.Wan22GuidedStepGalaxy, false},
+		{"weights without it", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0, false},
+		{"no weights path", config.Settings{Mock: true, DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0, false},
+		// tt-wan2.2-i2v: the I2V sets, on the same conditions.
+		{"I2V, weights with the tokenizer", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: one, MockStepLatency: 500 * time.Millisecond},
+			config.MeshShape{Rows: 1, Cols: 1}, true, i2v.Prefix480, catalogue.Wan22GuidedStep, true},
+		{"I2V, a Galaxy mesh", config.Settings{Mock: true, ModelWeightsPath: weights, DeviceGroups: galaxy, MockStepLatency: 500 * time.Millisecond},
+			config.MeshShape{Rows: 4, Cols: 8}, true, i2v.Prefix720, catalogue.Wan22GuidedStepGalaxy, true},
+		{"I2V, weights without it", config.Settings{Mock: true, ModelWeightsPath: t.TempDir(), DeviceGroups: one}, config.MeshShape{Rows: 1, Cols: 1}, false, "", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := reg.New(catalogue.RunnerWan22, runners.WorkerSpec{WorkerID: "0", Devices: tc.settings.DeviceGroups[0].Devices, Mesh: tc.mesh, Settings: &tc.settings})
+			model := catalogue.RunnerWan22
+			if tc.i2v {
+				model = catalogue.RunnerWan22I2V
+			}
+			r, err := reg.New(model, runners.WorkerSpec{WorkerID: "0", Devices: tc.settings.DeviceGroups[0].Devices, Mesh: tc.mesh, Settings: &tc.settings})
 			require.NoError(t, err)
 			pr, isPipe := r.(*PipelineRunner)
 			require.Equal(t, tc.pipeline, isPipe)
@@ -150,6 +162,7 @@ func TestPipelineFactory(t *testing.T) {
 				// 1280x720 programs on a Galaxy-class mesh; MOCK_STEP_SECONDS (0.5 s here) over the
 				// catalogue's guided step of that set.
 				require.Equal(t, tc.prefix, pr.prefix)
+				require.Equal(t, tc.i2v, pr.i2v)
 				require.InDelta(t, 0.5/tc.unit, pr.opts.SimLatencyScale, 1e-12)
 			}
 			require.NoError(t, r.Close())

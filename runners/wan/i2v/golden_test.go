@@ -65,14 +65,7 @@ type i2vGolden struct {
 	} `json:"runs"`
 }
 
-func readI2V(t *testing.T) i2vGolden {
-	t.Helper()
-	var g i2vGolden
-	wangolden.Read(t, "i2v.json", &g)
-	require.NotEmpty(t, g.Runs)
-	require.Len(t, g.StandIn.K, t2v.LatentChannels)
-	return g
-}
+func readI2V(t *testing.T) i2vGolden { return wangolden.Load[i2vGolden](t, "i2v.json") }
 
 func loadPNG(t *testing.T, name string) image.Image {
 	t.Helper()
@@ -195,6 +188,8 @@ func (d *standIn) VAE(_ context.Context, latents []float32) ([]float32, error) {
 // and the final latents, all bit for bit.
 func TestPipelineGolden(t *testing.T) {
 	g := readI2V(t)
+	require.Len(t, g.StandIn.K, t2v.LatentChannels)
+	require.Len(t, g.StandIn.B, t2v.LatentChannels)
 	tok, err := umt5.Load(wangolden.Path(t, "umt5_test.model"))
 	require.NoError(t, err)
 	for _, r := range g.Runs {

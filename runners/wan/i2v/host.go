@@ -151,3 +151,11 @@ func Condition(mask, latent []float32) ([]float32, error) {
 	}
 	return append(append(make([]float32, 0, len(mask)+len(latent)), mask...), latent...), nil
 }
+
+// The I2V program sets' name prefixes in t2v.Programs() (runners/programs declares them): T2V's
+// four programs with 36-channel experts, and the VAE encoder (t2v.VAEEncoderName). Prefix480 is
+// 832x480 on a 2x4 mesh, Prefix720 1280x720 on a 4x8 Galaxy; 81 frames each.
+const (
+	Prefix480 = "wan22-i2v"
+	Prefix720 = "wan22-i2v-720p"
+)

@@ -130,7 +130,7 @@ func TestTTNNSimRefusals(t *testing.T) {
 func TestFullSizeSetsLoad(t *testing.T) {
 	dev := openDevice(t)
 	for prefix, want := range map[string][3]int{Prefix480: {81, 480, 832}, Prefix720: {81, 720, 1280}} {
-		d := loadSet(t, dev, Programs(), prefix)
+		d := loadSet(t, dev, t2v.Programs(), prefix)
 		sh, err := t2v.ShapeFor(want[0], want[1], want[2])
 		require.NoError(t, err)
 		require.Equal(t, t2v.Spec{Shape: sh, TextLen: 512, TextDim: 4096}, d.Spec(), prefix)

@@ -34,13 +34,7 @@ type unipcGolden struct {
 	} `json:"steps"`
 }
 
-func readUniPC(t *testing.T) unipcGolden {
-	t.Helper()
-	var g unipcGolden
-	wangolden.Read(t, "unipc.json", &g)
-	require.NotEmpty(t, g.Runs)
-	return g
-}
+func readUniPC(t *testing.T) unipcGolden { return wangolden.Load[unipcGolden](t, "unipc.json") }
 
 // TestScheduleGolden: set_timesteps' integer timesteps and float32 sigmas, bit for bit, for
 // flow shifts 1..12 and 1..100 steps.

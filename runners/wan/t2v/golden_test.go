@@ -60,11 +60,7 @@ type pipelineGolden struct {
 }
 
 func readPipeline(t *testing.T) pipelineGolden {
-	t.Helper()
-	var g pipelineGolden
-	wangolden.Read(t, "pipeline.json", &g)
-	require.NotEmpty(t, g.Shapes)
-	return g
+	return wangolden.Load[pipelineGolden](t, "pipeline.json")
 }
 
 // TestShapesGolden: num_frames rounding, the 16-multiple size, the latent shape (81 frames at

@@ -8,10 +8,11 @@ import (
 //go:embed programs/*.ttbsim
 var programFiles embed.FS
 
-// Programs returns the simulator manifests of the full-size Wan2.2 T2V programs
-// (runners/programs declares them): the UMT5 encoder, the two experts and the VAE decoder, with
-// TT's published latencies — Prefix480's at 832x480 on a 2x4 mesh, Prefix720's at 1280x720 on a
-// 4x8 Galaxy; 81 frames each.
+// Programs returns the simulator manifests of the full-size Wan2.2 programs (runners/programs
+// declares them): the UMT5 encoder, the two experts and the VAE decoder, with TT's published
+// latencies — Prefix480's at 832x480 on a 2x4 mesh, Prefix720's at 1280x720 on a 4x8 Galaxy;
+// 81 frames each — and the I2V sets (runners/wan/i2v's prefixes: 36-channel experts and a VAE
+// encoder).
 func Programs() fs.FS {
 	sub, err := fs.Sub(programFiles, "programs")
 	if err != nil {

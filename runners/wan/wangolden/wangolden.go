@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/tenstorrent/tt-media-server-go/internal/shareddata"
@@ -34,6 +35,17 @@ func Read(t testing.TB, name string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatal(fmt.Errorf("wan golden %s: %w", name, err))
 	}
+}
+
+// Load decodes the JSON golden name as a T; an empty one (the zero T) fails t.
+func Load[T any](t testing.TB, name string) T {
+	t.Helper()
+	var v T
+	Read(t, name, &v)
+	if reflect.ValueOf(&v).Elem().IsZero() {
+		t.Fatalf("wan golden %s is empty: %s", name, Hint)
+	}
+	return v
 }
 
 // Floats are float32 values from their IEEE bit patterns (the goldens store bits: exact, and
