@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,6 +98,17 @@ func TestStuckWorkerIsNotReady(t *testing.T) {
 	waitFor(t, "ready again", h.s.Ready)
 }
 
+// waitRestartedReady waits until the worker of h has restarted n times and is ready again. Not
+// h.s.Ready alone: a crashed job's caller hears ErrWorkerFailed before the worker leaves the
+// ready state, so Ready can still be true for the runner that just crashed, and the next
+// Submit may then meet the restart (ErrNotReady).
+func waitRestartedReady(t *testing.T, h *harness, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("ready after %d restarts", n), func() bool {
+		return h.s.Workers()["0"].RestartCount == n && h.s.Ready()
+	})
+}
+
 // TestRestartLimitCountsConsecutiveFailures: MAX_WORKER_RESTART_COUNT counts failures in a
 // row; a runner that warmed up starts a new count, so only failures without a successful
 // warm-up between them (failed warm-ups after a crash) mark the worker failed.
@@ -105,7 +117,7 @@ func TestRestartLimitCountsConsecutiveFailures(t *testing.T) {
 		h := newHarness(t, Config{MaxRestarts: 2}, false, "bad")
 		h.start(t)
 		for i := range 6 {
-			waitFor(t, "ready", h.s.Ready)
+			waitRestartedReady(t, h, i)
 			_, err := h.s.Submit(context.Background(), sreq("good"), nil)
 			require.NoError(t, err, "round %d", i)
 			_, err = h.s.Submit(context.Background(), sreq("bad"), nil)
@@ -119,7 +131,7 @@ func TestRestartLimitCountsConsecutiveFailures(t *testing.T) {
 		h := newHarness(t, Config{MaxRestarts: 2}, false, "bad")
 		h.start(t)
 		for i := range 6 { // twice the limit: each restart warmed up, so none counts twice
-			waitFor(t, "ready", h.s.Ready)
+			waitRestartedReady(t, h, i)
 			_, err := h.s.Submit(context.Background(), sreq("bad"), nil)
 			require.ErrorIs(t, err, ErrWorkerFailed, "round %d", i)
 		}
