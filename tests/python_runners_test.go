@@ -31,18 +31,58 @@ func pythonTableRoad(t *testing.T) e2e.PythonRoad {
 	return e2e.PlainRoad(t, repoRoot)
 }
 
+// pythonTableModels are the names TestPythonEveryRunner serves: every catalogued name on
+// HEAD's road (scripts/test-python-backend.sh runs that sweep in CI) or with
+// TT_TEST_PYTHON_SWEEP=full; otherwise (go test ./..., the plain road) the first name of each
+// kind (pythonKind), about half the names and server starts.
+func pythonTableModels(road e2e.PythonRoad) []catalogue.Model {
+	all := catalogue.Models()
+	if road.Name == "head" || os.Getenv("TT_TEST_PYTHON_SWEEP") == "full" {
+		return all
+	}
+	seen := map[string]bool{}
+	var sample []catalogue.Model
+	for _, m := range all {
+		if k := pythonKind(m); !seen[k] {
+			seen[k] = true
+			sample = append(sample, m)
+		}
+	}
+	return sample
+}
+
+// pythonKind is what distinguishes one name's path through the Python road from another's: its
+// service, the module of its fake (names of one module share its code, e.g. dit_runners' table
+// of DiT classes) and its answer's shape (an image model's input, a CNN's output, a video
+// model's image prompt, frame rate and whether its frame count is fixed: MiniMax's is not; at
+// 24 fps LTX-2.3, which encodes its MP4 itself).
+func pythonKind(m catalogue.Model) string {
+	k := string(m.Service) + " " + m.PythonClass[:strings.LastIndex(m.PythonClass, ".")]
+	switch m.Service {
+	case catalogue.ServiceImage:
+		k += fmt.Sprintf(" input %d", m.Image.Input)
+	case catalogue.ServiceCNN:
+		k += fmt.Sprintf(" output %d", m.CNN.Output)
+	case catalogue.ServiceVideo:
+		k += fmt.Sprintf(" i2v %t fps %d fixed %t", m.Video.I2V, m.Video.FPS, m.Video.Frames > 0)
+	}
+	return k
+}
+
 // TestPythonEveryRunner: for every runner name of the catalogue (HEAD's ModelRunners),
 // DEVICE_BACKEND=python MODEL_RUNNER=<name> hosts the fake of HEAD's class for that name (one
 // RUNNERS entry in tt_worker.py, the fake at HEAD's module path) and serves the name's route
 // with the output of its shape: pictures of the model's size, class labels, a transcript,
-// speech, an MP4 of the model's frame count; a detector's boxes, a segmenter's mask. Runners of different services share a server
-// (MODEL_POOLS, one pool each), so a round of up to five names costs one server start.
+// speech, an MP4 of the model's frame count; a detector's boxes, a segmenter's mask. Runners
+// of different services share a server (MODEL_POOLS, one pool each), so a round of up to five
+// names costs one server start. go test ./... serves one name of each kind on the plain road
+// (pythonTableModels); scripts/test-python-backend.sh serves every name on HEAD's.
 func TestPythonEveryRunner(t *testing.T) {
 	t.Parallel()
 	needFFmpeg(t)
 	road := pythonTableRoad(t)
 	bySvc := map[catalogue.Service][]catalogue.Model{}
-	for _, m := range catalogue.Models() {
+	for _, m := range pythonTableModels(road) {
 		bySvc[m.Service] = append(bySvc[m.Service], m)
 	}
 	for round := 0; ; round++ {
