@@ -172,9 +172,13 @@ func launchOnce(t *testing.T, env map[string]string) *server {
 func (s *server) bindFailed() bool { return e2e.BindFailed(s.stderr.String, s.done) }
 
 // startServer launches the binary, waits until /tt-liveness answers 200, and registers a
-// graceful stop (SIGTERM, exit status 0 within a few seconds) at the end of the test.
+// graceful stop (SIGTERM, exit status 0 within a few seconds) at the end of the test. A server
+// on Python workers gets e2e.WorkerStartLimit (HEAD's road imports torch in every worker).
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
+	if env["DEVICE_BACKEND"] == "python" {
+		return startServerWithin(t, env, e2e.WorkerStartLimit)
+	}
 	return startServerWithin(t, env, 15*time.Second)
 }
 

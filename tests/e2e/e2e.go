@@ -172,6 +172,11 @@ func (b *LockedBuffer) String() string {
 // shim that may be first on PATH.
 const PythonExe = "/usr/bin/python3"
 
+// WorkerStartLimit bounds how long a test waits for a Python worker to start (or start again
+// after a kill): an upper bound only, never a pause. A worker on HEAD's road imports torch
+// (HEAD's base class does): about 4 s of CPU, 15 s of wall time on a 2-core box at load 16.
+const WorkerStartLimit = 2 * time.Minute
+
 // PythonRoad is how a Python-worker test hosts the fake runners of workers/python/fakes.
 type PythonRoad struct {
 	Name string

@@ -155,9 +155,13 @@ func (p *proc) exited() bool {
 }
 
 // waitLiveness polls /tt-liveness until it answers want (200: ready; 503: listening, still
-// warming up), failing if the process exits first.
+// warming up), failing if the process exits first. On Python workers, ready gets at least
+// e2e.WorkerStartLimit (HEAD's road imports torch in every worker).
 func (p *proc) waitLiveness(t *testing.T, want int, timeout time.Duration) {
 	t.Helper()
+	if backend == "python" && want == http.StatusOK {
+		timeout = max(timeout, e2e.WorkerStartLimit)
+	}
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
 	for {

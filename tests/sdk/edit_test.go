@@ -57,14 +57,7 @@ func startEditServer(t *testing.T) *proc {
 // tt-sdxl-edit (multipart image and mask, n, size, response_format) and its BadRequestError.
 func TestNodeSDKImageEdit(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the official npm SDK conformance run is skipped")
-	}
-	modules := nodeModules()
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		t.Skipf("the openai npm package is not installed in %s: run tests/sdk/install.sh (TestNodeSDKImageEdit skipped)", modules)
-	}
+	node, modules := nodeSDK(t)
 	dir := t.TempDir()
 	src, mask, small := editInputs(t)
 	paths := map[string][]byte{"in.png": src, "mask.png": mask, "small.png": small}

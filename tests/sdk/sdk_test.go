@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"image/jpeg"
 	"math"
 	"net/http"
@@ -326,6 +327,30 @@ func requireAPIError(t *testing.T, err error, status int, param, code string, he
 }
 
 // nodeModules is where install.sh put the npm packages.
+// nodeSDK returns node and the folder holding the official openai npm package, or skips t
+// without them — fails it under CI=true, where .ci/run installs both (tests/sdk/install.sh).
+func nodeSDK(t *testing.T) (node, modules string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFail(t, "node is not installed: the official npm SDK runs are skipped")
+	}
+	modules = nodeModules()
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
+		skipOrFail(t, fmt.Sprintf("the openai npm package is not installed in %s: run tests/sdk/install.sh", modules))
+	}
+	return node, modules
+}
+
+// skipOrFail skips t, or fails it under CI=true, where the project's scripts install every tool.
+func skipOrFail(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
 func nodeModules() string {
 	dir := os.Getenv("TT_SDK_NODE_DIR")
 	if dir == "" {
@@ -340,14 +365,7 @@ func nodeModules() string {
 
 func TestNodeSDK(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the official npm SDK conformance run is skipped")
-	}
-	modules := nodeModules()
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		t.Skipf("the openai npm package is not installed in %s: run tests/sdk/install.sh (TestNodeSDK skipped)", modules)
-	}
+	node, modules := nodeSDK(t)
 	dir := t.TempDir()
 	wavPath, bigPath := filepath.Join(dir, "speech.wav"), filepath.Join(dir, "big.wav")
 	require.NoError(t, os.WriteFile(wavPath, speechWAV(), 0o600))

@@ -194,16 +194,7 @@ func TestSpeechSDKs(t *testing.T) {
 		}
 	})
 	t.Run("node audio.speech.create", func(t *testing.T) {
-		node, err := exec.LookPath("node")
-		if err != nil {
-			require.NotEqual(t, "true", os.Getenv("CI"), "node must be installed in CI")
-			t.Skip("node is not installed")
-		}
-		modules := nodeModules()
-		if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-			require.NotEqual(t, "true", os.Getenv("CI"), "the openai npm package must be installed in CI (tests/sdk/install.sh)")
-			t.Skipf("the openai npm package is not installed in %s: run tests/sdk/install.sh", modules)
-		}
+		node, modules := nodeSDK(t)
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		dir := t.TempDir()

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,14 +88,7 @@ func TestImageStreamSDKs(t *testing.T) {
 	})
 
 	t.Run("node images.generate stream", func(t *testing.T) {
-		node, err := exec.LookPath("node")
-		if err != nil {
-			t.Skip("node is not installed: the npm SDK image-streaming run is skipped")
-		}
-		modules := nodeModules()
-		if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-			t.Skipf("the openai npm package is not installed in %s: run tests/sdk/install.sh", modules)
-		}
+		node, modules := nodeSDK(t)
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, node, "image_stream.cjs")

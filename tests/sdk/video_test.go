@@ -82,14 +82,7 @@ func TestGoSDKVideo(t *testing.T) {
 // downloadContent and remix (refused) against the video server.
 func TestNodeSDKVideo(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the official npm SDK video run is skipped")
-	}
-	modules := nodeModules()
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		t.Skipf("the openai npm package is not installed in %s: run tests/sdk/install.sh (TestNodeSDKVideo skipped)", modules)
-	}
+	node, modules := nodeSDK(t)
 	p := startVideoServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
