@@ -270,14 +270,7 @@ func (p *FluxPipeline) Generate(ctx context.Context, req FluxRequest, hooks Hook
 	if err := UnpackLatents(raw, x, c, h, w); err != nil {
 		return nil, err
 	}
-	for i := range raw {
-		raw[i] = raw[i]/p.cfg.VAEScalingFactor + p.cfg.VAEShiftFactor
-	}
-	pix, err := p.dev.VAE(ctx, raw)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: VAE decode: %w", err)
-	}
-	return ToImage(pix, s.ImageHeight, s.ImageWidth)
+	return decodeFlow(ctx, p.dev, raw, p.cfg.VAEScalingFactor, p.cfg.VAEShiftFactor, s.ImageHeight, s.ImageWidth)
 }
 
 // encode runs the encoders once and builds the transformer's conditioning, as

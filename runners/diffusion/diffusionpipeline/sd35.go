@@ -175,6 +175,21 @@ func newFlowMatch(scaling, shift float32, sched samplers.FlowMatchConfig) (*samp
 	return flow, nil
 }
 
+// decodeFlow undoes a flow-matching model's latent normalisation in place (x/scaling + shift)
+// and decodes x with dev's VAE into an image of h x w: SD3.5's and Flux's pipelines end alike.
+func decodeFlow(ctx context.Context, dev interface {
+	VAE(ctx context.Context, latents []float32) ([]float32, error)
+}, x []float32, scaling, shift float32, h, w int) (*image.NRGBA, error) {
+	for i := range x {
+		x[i] = x[i]/scaling + shift
+	}
+	pix, err := dev.VAE(ctx, x)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: VAE decode: %w", err)
+	}
+	return ToImage(pix, h, w)
+}
+
 // Schedule returns the request's flow-matching schedule (its length is the number of
 // transformer runs). Both Timesteps and Sigmas, or an unusable schedule, give an error
 // wrapping runners.ErrBadRequest.
@@ -257,14 +272,7 @@ func (p *SD3Pipeline) Generate(ctx context.Context, req SD3Request, hooks Hooks)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for i := range x {
-		x[i] = x[i]/p.cfg.VAEScalingFactor + p.cfg.VAEShiftFactor
-	}
-	pix, err := p.dev.VAE(ctx, x)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: VAE decode: %w", err)
-	}
-	return ToImage(pix, s.ImageHeight, s.ImageWidth)
+	return decodeFlow(ctx, p.dev, x, p.cfg.VAEScalingFactor, p.cfg.VAEShiftFactor, s.ImageHeight, s.ImageWidth)
 }
 
 // inputs tokenizes one prompt for the three encoders.
