@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,90 @@ func TestPresetsAreHEADsModelConfigs(t *testing.T) {
 					Timeout: int(p.RequestTimeout / time.Second)}, h)
 			})
 		}
+	}
+}
+
+// headInts reads the integer constants NAME = 123 of a HEAD source file.
+func headInts(t *testing.T, path string) map[string]int {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z][A-Z0-9_]*) = (\d+)\s*(?:#.*)?$`).FindAllStringSubmatch(string(src), -1) {
+		n, err := strconv.Atoi(m[2])
+		require.NoError(t, err)
+		out[m[1]] = n
+	}
+	return out
+}
+
+// Every video model's clip is HEAD's: Wan2.2's WAN22_NUM_FRAMES and small/large-mesh
+// resolutions and its forced step counts (config/constants.py), LTX-2.3's LTX_* (dit_runners.py),
+// MiniMax-H3's working points and steps (minimax_h3_policy.py), Mochi's MochiPipelineConfig
+// defaults (168 frames at 480x848, dit_runners.py's comment); 16 fps where HEAD's
+// VideoManager.export_to_mp4 default applies (utils/video_manager.py), LTX's LTX_FPS, and
+// MiniMax's 24 (MINIMAX_H3_FPS lives in tt-metal's packing module, not in HEAD's tree).
+func TestVideoSpecsAreHEADs(t *testing.T) {
+	head := headTree(t)
+	c := headInts(t, filepath.Join(head, "config", "constants.py"))
+	dit := headInts(t, filepath.Join(head, "tt_model_runners", "dit_runners.py"))
+	mm := headInts(t, filepath.Join(head, "tt_model_runners", "minimax_h3_policy.py"))
+	policy, err := os.ReadFile(filepath.Join(head, "tt_model_runners", "minimax_h3_policy.py"))
+	require.NoError(t, err)
+	vm, err := os.ReadFile(filepath.Join(head, "utils", "video_manager.py"))
+	require.NoError(t, err)
+	require.Contains(t, string(vm), "def export_to_mp4(self, frames: NDArray, fps: int = 16)", "HEAD's export rate")
+	constants, err := os.ReadFile(filepath.Join(head, "config", "constants.py"))
+	require.NoError(t, err)
+	res := regexp.MustCompile(`WAN22_RESOLUTION_(SMALL|LARGE)_MESH = Resolution\(height=(\d+), width=(\d+)\)`).FindAllStringSubmatch(string(constants), -1)
+	require.Len(t, res, 2)
+	size := map[string][2]int{}
+	for _, r := range res {
+		h, _ := strconv.Atoi(r[2])
+		w, _ := strconv.Atoi(r[3])
+		size[r[1]] = [2]int{w, h}
+	}
+	wan := func(forced int) VideoSpec {
+		return VideoSpec{ForcedSteps: forced, FPS: 16, Frames: c["WAN22_NUM_FRAMES"], Width: size["SMALL"][0], Height: size["SMALL"][1],
+			LargeWidth: size["LARGE"][0], LargeHeight: size["LARGE"][1]}
+	}
+	var aspects [][2]int
+	line := regexp.MustCompile(`MINIMAX_H3_ASPECT_RATIOS = \(([^\n]*)\)\n`).FindSubmatch(policy)
+	require.NotNil(t, line)
+	for _, p := range regexp.MustCompile(`\((\d+), (\d+)\)`).FindAllSubmatch(line[1], -1) {
+		w, _ := strconv.Atoi(string(p[1]))
+		h, _ := strconv.Atoi(string(p[2]))
+		aspects = append(aspects, [2]int{w, h})
+	}
+	def := regexp.MustCompile(`MINIMAX_H3_DEFAULT_ASPECT_RATIO = \((\d+), (\d+)\)`).FindSubmatch(policy)
+	require.NotNil(t, def)
+	defW, _ := strconv.Atoi(string(def[1]))
+	defH, _ := strconv.Atoi(string(def[2]))
+	require.Contains(t, string(policy), "MINIMAX_H3_DURATIONS_S = tuple(range(4, 16))")
+	var durations []int
+	for d := 4; d < 16; d++ {
+		durations = append(durations, d)
+	}
+	want := map[string]VideoSpec{
+		RunnerWan22: wan(0), RunnerWan22T2VProdia: wan(0),
+		RunnerWan22I2V: wan(0), RunnerWan22I2VProdia: wan(0), RunnerWan22I2VLoRA: wan(0),
+		RunnerWan22I2VAniSora: wan(c["WAN22_ANISORA_NUM_STEPS"]), RunnerWan22I2VDistill: wan(c["WAN22_DISTILL_NUM_STEPS"]),
+		RunnerWan22I2VLightning: wan(c["WAN22_LIGHTNING_NUM_STEPS"]),
+		RunnerMochi1:            {FPS: 16, Frames: 168, Width: 848, Height: 480},
+		RunnerLTX23Distilled:    {FPS: dit["LTX_FPS"], Frames: dit["LTX_NUM_FRAMES"], Width: dit["LTX_WIDTH"], Height: dit["LTX_HEIGHT"]},
+		RunnerMiniMaxH3T2VA: {FPS: 24, ShortSide: 768, ForcedSteps: mm["MINIMAX_H3_NUM_INFERENCE_STEPS"], AspectRatios: aspects,
+			DefaultAspect: [2]int{defW, defH}, Durations: durations, DefaultDuration: mm["MINIMAX_H3_DEFAULT_DURATION_S"]},
+	}
+	for _, m := range Models() {
+		if m.Service != ServiceVideo {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			w, ok := want[m.Name]
+			require.True(t, ok, "HEAD's clip is not pinned here")
+			got := *m.Video
+			got.I2V, got.Audio = false, nil // what the request needs and the soundtrack: not the clip
+			require.Equal(t, w, got)
+		})
 	}
 }
