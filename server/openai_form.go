@@ -237,6 +237,9 @@ func setFormValue(rv reflect.Value, f *formField, name, key, raw string, raws ma
 		v.Set(reflect.New(v.Type().Elem()))
 		v = v.Elem()
 	}
+	if (v.Kind() == reflect.Slice || v.Kind() == reflect.Map) && v.Type().Elem().Kind() != reflect.String {
+		return fmt.Errorf("form field %s: unsupported type %s (a list or map of strings only)", f.structName, v.Type())
+	}
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(raw)
