@@ -3,7 +3,9 @@
 # compiler against tt-mlir's real declarations, or at run time by the fake tt::runtime. Each mutant
 # is a patched COPY of ttnn/ (in BUILD/mutants, never in the repository) built with -tags ttnn and
 # run through the conformance suite; the script fails if a mutant is NOT caught with the expected
-# message. Called by scripts/check-metal.sh with its build directory (CGO_* already exported).
+# message. Go mutants (gomutant) patch a runner's metal path instead, through `go test -overlay`,
+# and that runner's metal test must catch them. Called by scripts/check-metal.sh with its build
+# directory (CGO_* already exported).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$1 sdk=$2
@@ -55,4 +57,45 @@ mutant "wrong layout (an input laid out as the next input wants it)" \
 mutant "tensor on the wrong submesh (laid out on the open parent mesh)" \
 	's|rt::toLayout(t->host, \*d->dev, l, /\*retain=\*/true)|rt::toLayout(t->host, *g_open->dev, l, /*retain=*/true)|' \
 	run "the program runs on submesh"
+
+# gomutant NAME FILE SED-EXPRESSION PACKAGE TEST EXPECTED-TEXT: a patched copy of FILE (a runner's
+# Go code on the metal path) handed to `go test -overlay` (the repository is not touched); PACKAGE's
+# TEST (-tags ttnn, over the fake) must fail with EXPECTED-TEXT.
+gomutant() {
+	local name=$1 file=$2 expr=$3 pkg=$4 test=$5 want=$6 dir out rc
+	n=$((n + 1))
+	dir=$work/m$n
+	mkdir -p "$dir"
+	sed "$expr" "$file" >"$dir/$(basename "$file")"
+	if cmp -s "$file" "$dir/$(basename "$file")"; then
+		echo "check-metal-mutants: mutant '$name' did not apply ($file changed?)" >&2
+		exit 1
+	fi
+	printf '{"Replace":{"%s":"%s"}}\n' "$PWD/$file" "$dir/$(basename "$file")" >"$dir/overlay.json"
+	set +e
+	out=$(go test -tags ttnn -count=1 -overlay "$dir/overlay.json" -run "^$test\$" "$pkg" 2>&1)
+	rc=$?
+	set -e
+	if [ $rc -eq 0 ] || ! grep -qF -- "$want" <<<"$out"; then
+		echo "check-metal-mutants: mutant NOT caught: $name (exit $rc, want \"$want\")" >&2
+		echo "$out" | tail -40 >&2
+		exit 1
+	fi
+	echo "== check-metal: mutant caught by $test: $name:"
+	grep -m1 -F -- "$want" <<<"$out" | sed 's/^[[:space:]]*/     /' | cut -c1-240
+}
+
+# Wan2.2 T2V on metal (runners/wan/t2v TestMetalWan: what the fake received for a short clip).
+gomutant "Wan: the unconditional run conditioned on the prompt (CFG collapsed)" runners/wan/t2v/pipeline.go \
+	's|u, err := p.dev.Transformer(ctx, expert, in, t, uncond)|u, err := p.dev.Transformer(ctx, expert, in, t, cond); _ = uncond|' \
+	./runners/wan/t2v/ TestMetalWan "conditional, then unconditional (CFG)"
+gomutant "Wan: one expert for every step (the boundary timestep ignored)" runners/wan/t2v/pipeline.go \
+	's|expert, scale := g.Pick(t, p.cfg.Sampler.NumTrainTimesteps)|_, scale := g.Pick(t, p.cfg.Sampler.NumTrainTimesteps); expert := HighNoise|' \
+	./runners/wan/t2v/ TestMetalWan "wan22-t2v-transformer-2.ttnn"
+gomutant "Wan: .ttnn programs loaded without the declaration check" runners/wan/t2v/ttnndevice_metal.go \
+	's|if err := specs\[i\].Check(path, prog.Functions()); err != nil {|if err := error(nil); err != nil {|' \
+	./runners/wan/t2v/ TestMetalWan "the worker fails at once instead of retrying"
+gomutant "Wan: the timestep written as an integer (the program takes f32)" runners/wan/t2v/ttnndevice.go \
+	's|binary.LittleEndian.PutUint32(ts, math.Float32bits(float32(t)))|binary.LittleEndian.PutUint32(ts, uint32(t))|' \
+	./runners/wan/t2v/ TestMetalWan "the schedule's timestep as f32"
 rm -rf "$work"

@@ -23,8 +23,9 @@
 #      wan22-t2v-transformer.ttnn that differs from its declaration stops tt-wan2.2's start-up;
 #   7. scripts/check-metal-mutants.sh: four deliberate mistakes in patched copies of
 #      ttb_metal.cc (wrong argument type, a freed tensor reused, a wrong layout, a tensor on the
-#      wrong submesh)
-#      must be caught by the compiler or by the fake.
+#      wrong submesh) and four in the Wan2.2 T2V metal path (CFG collapsed, the expert switch
+#      ignored, no declaration check, an integer timestep) must be caught by the compiler, by
+#      the fake or by the Wan metal test.
 #
 # Without ../shared/tt-mlir-sdk it says so and exits 0 — except under CI=true, where a missing
 # SDK or a tool that cannot be installed fails the run. TT_MLIR_SDK overrides the SDK path;

@@ -10,9 +10,20 @@ package ttnn
 #include <stddef.h>
 #include "fakert/tt_fake_runtime.h"
 #pragma weak tt_fake_runtime_stats_get
+#pragma weak tt_fake_runtime_submit_count
+#pragma weak tt_fake_runtime_submit_get
 static int ttb_fake_stats(tt_fake_runtime_stats *out) {
   if (tt_fake_runtime_stats_get == NULL) return -1;
   return tt_fake_runtime_stats_get(out);
+}
+static int ttb_fake_submit_count(uint64_t *n) {
+  if (tt_fake_runtime_submit_count == NULL) return -1;
+  *n = tt_fake_runtime_submit_count();
+  return 0;
+}
+static int ttb_fake_submit(uint64_t i, tt_fake_runtime_submit *out) {
+  if (tt_fake_runtime_submit_get == NULL) return -1;
+  return tt_fake_runtime_submit_get(i, out);
 }
 */
 import "C"
@@ -43,4 +54,32 @@ func FakeRuntime() (stats FakeRuntimeStats, ok bool) {
 		out.LastDeviceIDs = append(out.LastDeviceIDs, int(s.last_device_ids[i]))
 	}
 	return out, true
+}
+
+// FakeSubmits returns the fake tt::runtime's submit log from submit index from on (the last
+// 4096 submits are kept; older ones are skipped) and the index after the last; ok is false
+// unless the metal backend is linked against the fake.
+func FakeSubmits(from uint64) (log []FakeSubmit, next uint64, ok bool) {
+	var n C.uint64_t
+	if C.ttb_fake_submit_count(&n) != 0 {
+		return nil, 0, false
+	}
+	for i := from; i < uint64(n); i++ {
+		var s C.tt_fake_runtime_submit
+		if C.ttb_fake_submit(C.uint64_t(i), &s) != 0 {
+			continue
+		}
+		rec := FakeSubmit{File: C.GoString(&s.file[0]), Program: C.GoString(&s.program[0]),
+			Mesh: MeshShape{Rows: int(s.mesh_rows), Cols: int(s.mesh_cols)}, Submesh: s.mesh_is_submesh != 0, Trace: FakeTrace(s.trace)}
+		for k := 0; k < int(s.num_inputs); k++ {
+			in := s.inputs[k]
+			shape := make([]int, int(in.rank))
+			for d := range shape {
+				shape[d] = int(in.shape[d])
+			}
+			rec.Inputs = append(rec.Inputs, FakeInput{DType: C.GoString(&in.dtype[0]), Tile: in.tile != 0, Shape: shape, Hash: uint64(in.hash)})
+		}
+		log = append(log, rec)
+	}
+	return log, uint64(n), true
 }

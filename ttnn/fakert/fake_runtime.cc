@@ -40,6 +40,7 @@
 // ("Fatal error: ...") so tests can tell the checks apart. TT-Metal's TT_FATAL / TT_THROW
 // carry their message; the fake's start with "TT_FATAL:" / "TT_THROW:".
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -195,6 +196,10 @@ Buf::~Buf() {
     g_stats.s.device_bytes -= bytes.size();
   }
 }
+
+std::map<uint64_t, std::string> g_binaryFiles;   // Binary::id() -> the file's base name
+std::vector<tt_fake_runtime_submit> g_submitLog; // a ring of the last TT_FAKE_SUBMIT_LOG submits
+uint64_t g_submitCount = 0;
 
 std::weak_ptr<Mesh> g_parent; // the open parent mesh
 uint32_t g_nextMesh = 1;
@@ -415,6 +420,22 @@ uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+// sampleHash is the submit log's hash of a tensor's bytes: its size, its first and last 32 KiB.
+uint64_t sampleHash(const std::vector<uint8_t> &b) {
+  constexpr size_t kSample = 32 * 1024;
+  uint64_t n = b.size();
+  uint64_t h = fnv(1469598103934665603ull, &n, sizeof n);
+  if (b.size() <= 2 * kSample) return fnv(h, b.data(), b.size());
+  h = fnv(h, b.data(), kSample);
+  return fnv(h, b.data() + b.size() - kSample, kSample);
+}
+
+void copyName(char *dst, size_t cap, const std::string &s) {
+  size_t n = std::min(s.size(), cap - 1);
+  std::memcpy(dst, s.data(), n);
+  dst[n] = 0;
+}
+
 void fillDeterministic(Buf &b, uint64_t seed) {
   std::vector<uint8_t> logical(b.logicalVolume() * b.itemsize);
   uint64_t x = seed | 1;
@@ -522,7 +543,12 @@ Binary Binary::loadFromPath(const char *path) {
     checkRefs(pr->inputs(), where + " input");
     checkRefs(pr->outputs(), where + " output");
   }
-  return Binary(buf);
+  Binary b(buf);
+  std::string base(path);
+  if (size_t slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  std::lock_guard<std::recursive_mutex> lk(g_mu);
+  g_binaryFiles[b.id()] = base;
+  return b;
 }
 
 std::uint32_t Binary::getNumPrograms() const { return binOf(*this)->programs()->size(); }
@@ -936,6 +962,7 @@ std::vector<Tensor> submit(Device deviceHandle, Binary executableHandle, std::ui
     seed = fnv(seed, b->bytes.data(), b->bytes.size());
   }
   // Trace: a program that captures (CaptureOrExecuteTraceOp) does it on its first submit here.
+  uint64_t capturedBefore = g_stats.s.traces_captured;
   bool traced = false;
   uint64_t ops = p->operations() ? p->operations()->size() : 0;
   if (p->operations())
@@ -955,6 +982,29 @@ std::vector<Tensor> submit(Device deviceHandle, Binary executableHandle, std::ui
     } else {
       g_stats.s.traces_replayed++;
     }
+  }
+  {
+    tt_fake_runtime_submit rec{};
+    auto f = g_binaryFiles.find(executableHandle.id());
+    copyName(rec.file, sizeof rec.file, f == g_binaryFiles.end() ? std::string() : f->second);
+    copyName(rec.program, sizeof rec.program, prog);
+    rec.mesh_rows = m->rows;
+    rec.mesh_cols = m->cols;
+    rec.mesh_is_submesh = m->isParent ? 0 : 1;
+    rec.trace = !traced ? 0 : (g_stats.s.traces_captured > capturedBefore ? 1 : 2);
+    rec.num_inputs = (uint32_t)std::min<size_t>(inputs.size(), TT_FAKE_MAX_INPUTS);
+    for (uint32_t i = 0; i < rec.num_inputs; i++) {
+      auto b = bufOf(inputs[i], "submit");
+      auto &in = rec.inputs[i];
+      copyName(in.dtype, sizeof in.dtype, tgt::EnumNameDataType(b->dtype));
+      in.tile = b->lay == Lay::Tile ? 1 : 0;
+      in.rank = (uint32_t)std::min<size_t>(b->shape.size(), TT_FAKE_MAX_RANK);
+      for (uint32_t k = 0; k < in.rank; k++) in.shape[k] = b->shape[k];
+      in.hash = sampleHash(b->bytes);
+    }
+    if (g_submitLog.size() < TT_FAKE_SUBMIT_LOG) g_submitLog.push_back(rec);
+    else g_submitLog[g_submitCount % TT_FAKE_SUBMIT_LOG] = rec;
+    g_submitCount++;
   }
   std::vector<Tensor> outs;
   for (uint32_t i = 0; i < p->outputs()->size(); i++) {
@@ -1052,5 +1102,17 @@ void memcpy(Tensor dst, Tensor src) {
 extern "C" int tt_fake_runtime_stats_get(tt_fake_runtime_stats *out) {
   std::lock_guard<std::recursive_mutex> lk(g_mu);
   *out = g_stats.s;
+  return 0;
+}
+
+extern "C" uint64_t tt_fake_runtime_submit_count(void) {
+  std::lock_guard<std::recursive_mutex> lk(g_mu);
+  return g_submitCount;
+}
+
+extern "C" int tt_fake_runtime_submit_get(uint64_t i, tt_fake_runtime_submit *out) {
+  std::lock_guard<std::recursive_mutex> lk(g_mu);
+  if (i >= g_submitCount || g_submitCount - i > g_submitLog.size()) return -1;
+  *out = g_submitLog[g_submitLog.size() < TT_FAKE_SUBMIT_LOG ? i : i % TT_FAKE_SUBMIT_LOG];
   return 0;
 }

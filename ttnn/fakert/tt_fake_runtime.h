@@ -43,6 +43,31 @@ typedef struct {
 /* Fills *out; returns 0. */
 int tt_fake_runtime_stats_get(tt_fake_runtime_stats *out);
 
+/* One submit as the fake received it (the submit log): what ran, where, on what. */
+#define TT_FAKE_MAX_INPUTS 8
+#define TT_FAKE_MAX_RANK 8
+#define TT_FAKE_SUBMIT_LOG 4096 /* the last submits kept */
+typedef struct {
+  char file[96];    /* the .ttnn file's base name (truncated) */
+  char program[64]; /* the program (entry point) it ran */
+  uint32_t mesh_rows, mesh_cols, mesh_is_submesh;
+  uint32_t trace; /* 0 not traced, 1 the trace was captured, 2 replayed */
+  uint32_t num_inputs;
+  struct {
+    char dtype[16]; /* tt::target::DataType's name, e.g. "BFloat16" */
+    uint32_t tile;  /* 1 tile layout, 0 row-major */
+    uint32_t rank;
+    uint32_t shape[TT_FAKE_MAX_RANK];
+    uint64_t hash; /* FNV-1a of the first and last 32 KiB of its device bytes, and their size */
+  } inputs[TT_FAKE_MAX_INPUTS];
+} tt_fake_runtime_submit;
+
+/* The number of submits since the process started. */
+uint64_t tt_fake_runtime_submit_count(void);
+/* Fills *out with submit i (0-based) and returns 0 if it is among the last TT_FAKE_SUBMIT_LOG;
+ * returns -1 otherwise. */
+int tt_fake_runtime_submit_get(uint64_t i, tt_fake_runtime_submit *out);
+
 #ifdef __cplusplus
 }
 #endif

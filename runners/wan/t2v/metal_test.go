@@ -4,7 +4,9 @@ package t2v
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -215,9 +217,13 @@ func TestChildMetalWan(t *testing.T) {
 				var first [][]byte
 				for run := range 2 {
 					before, _ := ttnn.FakeRuntime()
+					_, from, ok := ttnn.FakeSubmits(^uint64(0))
+					require.True(t, ok)
 					frames, err := p.Generate(ctx, req, Hooks{})
 					require.NoError(t, err)
 					after, _ := ttnn.FakeRuntime()
+					log, _, _ := ttnn.FakeSubmits(from)
+					checkReceived(t, log, tc.prefix, tc.mesh, sh, sched.Timesteps, run == 0)
 					require.Len(t, frames, tinyFrames)
 					require.Len(t, frames[0], tinyWidth*tinyHeight*3)
 					require.Equal(t, TTNNStats{Encodes: 2 * (run + 1), Runs: [3]int{HighNoise: 2 * high * (run + 1), LowNoise: 2 * (steps - high) * (run + 1)},
@@ -239,4 +245,85 @@ func TestChildMetalWan(t *testing.T) {
 			})
 		}
 	})
+}
+
+// checkReceived checks what the fake runtime received for one clip of a set on mesh: the UMT5
+// encoder twice (prompt, then negative prompt: different ids), then per step two runs of the
+// expert the timestep picks (t >= 875: the high-noise one) on the same latents and timestep,
+// conditioned on the prompt's states and then on the negative prompt's (the same two states at
+// every step), and the VAE once on the last latents; every input with its declared dtype,
+// layout and shape, every run on the worker's own mesh. first: the clip is the first on this
+// device, so each expert's first run captures its trace (every other expert run replays it).
+func checkReceived(t *testing.T, log []ttnn.FakeSubmit, prefix string, mesh ttnn.MeshShape, sh Shape, timesteps []int64, first bool) {
+	t.Helper()
+	require.Len(t, log, 2+2*len(timesteps)+1, "program runs of one clip")
+	lat := []int{1, LatentChannels, sh.LatentFrames, sh.LatentHeight, sh.LatentWidth}
+	in := func(dtype string, tile bool, shape ...int) ttnn.FakeInput {
+		return ttnn.FakeInput{DType: dtype, Tile: tile, Shape: shape}
+	}
+	run := func(i int, file, program string, trace ttnn.FakeTrace, want ...ttnn.FakeInput) ttnn.FakeSubmit {
+		t.Helper()
+		got := log[i]
+		require.Equal(t, file+".ttnn", got.File, "run %d", i)
+		require.Equal(t, program, got.Program, "run %d", i)
+		require.Equal(t, mesh, got.Mesh, "run %d on the worker's mesh", i)
+		require.False(t, got.Submesh, "run %d: the worker's device is its own root mesh", i)
+		require.Equal(t, trace, got.Trace, "run %d (%s)", i, file)
+		shapes := make([]ttnn.FakeInput, len(got.Inputs))
+		for k, g := range got.Inputs {
+			shapes[k] = in(g.DType, g.Tile, g.Shape...)
+		}
+		require.Equal(t, want, shapes, "run %d (%s): the inputs' dtypes, layouts and shapes", i, file)
+		return got
+	}
+	ids := in("Int32", false, 1, 512)
+	cond := run(0, prefix+"-text-encoder", "encode", ttnn.FakeTraceNone, ids, ids)
+	uncond := run(1, prefix+"-text-encoder", "encode", ttnn.FakeTraceNone, ids, ids)
+	require.NotEqual(t, cond.Inputs[0].Hash, uncond.Inputs[0].Hash, "the prompt, then the negative prompt")
+	captured := map[string]bool{}
+	var condText, uncondText, prevLatents, prevTimestep uint64
+	for k, ts := range timesteps {
+		expert := prefix + "-transformer"
+		if ts < 875 {
+			expert += "-2"
+		}
+		step := []ttnn.FakeInput{in("BFloat16", true, lat...), in("Float32", false, 1), in("BFloat16", true, 1, 512, tinyTextDim)}
+		trace := ttnn.FakeTraceReplayed
+		if first && !captured[expert] {
+			trace, captured[expert] = ttnn.FakeTraceCaptured, true
+		}
+		c := run(2+2*k, expert, "forward", trace, step...)
+		u := run(3+2*k, expert, "forward", ttnn.FakeTraceReplayed, step...)
+		require.Equal(t, c.Inputs[0].Hash, u.Inputs[0].Hash, "step %d: both runs on the same latents", k)
+		require.Equal(t, c.Inputs[1].Hash, u.Inputs[1].Hash, "step %d: at the same timestep", k)
+		require.NotEqual(t, c.Inputs[2].Hash, u.Inputs[2].Hash, "step %d: conditional, then unconditional (CFG)", k)
+		require.NotEqual(t, prevLatents, c.Inputs[0].Hash, "step %d: the latents moved", k)
+		require.NotEqual(t, prevTimestep, c.Inputs[1].Hash, "step %d: the timestep moved", k)
+		require.Equal(t, fakeHash(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(ts)))), c.Inputs[1].Hash,
+			"step %d: the schedule's timestep as f32 (%d)", k, ts)
+		if k == 0 {
+			condText, uncondText = c.Inputs[2].Hash, u.Inputs[2].Hash
+		}
+		require.Equal(t, condText, c.Inputs[2].Hash, "step %d: the prompt's states, encoded once", k)
+		require.Equal(t, uncondText, u.Inputs[2].Hash, "step %d: the negative prompt's states, encoded once", k)
+		prevLatents, prevTimestep = c.Inputs[0].Hash, c.Inputs[1].Hash
+	}
+	vae := run(len(log)-1, prefix+"-vae", "decode", ttnn.FakeTraceNone, in("BFloat16", true, lat...))
+	require.NotEqual(t, prevLatents, vae.Inputs[0].Hash, "the VAE decodes the last step's result")
+}
+
+// fakeHash is the fake runtime's submit-log hash of a small tensor's bytes (tt_fake_runtime.h):
+// FNV-1a over 8-byte little-endian words, then the tail bytes, of the size and the bytes.
+func fakeHash(b []byte) uint64 {
+	const prime = 1099511628211
+	h := uint64(1469598103934665603)
+	h = (h ^ uint64(len(b))) * prime
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		h = (h ^ binary.LittleEndian.Uint64(b[i:])) * prime
+	}
+	for ; i < len(b); i++ {
+		h = (h ^ uint64(b[i])) * prime
+	}
+	return h
 }
