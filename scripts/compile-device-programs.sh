@@ -10,6 +10,11 @@
 #
 #   TT_MLIR_HOME=/opt/tt-mlir STABLEHLO_DIR=exported/ MODEL_WEIGHTS_PATH=/weights \
 #     scripts/compile-device-programs.sh [PROGRAM...]      # default: every declared program
+#
+# Every declared program is compiled for its declared mesh, the Wan2.2 sets included
+# (wan22-t2v-* on 2x4, wan22-t2v-720p-* on 4x8; the I2V sets too): with enable-trace=true each
+# expert's denoising step becomes the trace the metal backend captures on its first run and
+# replays on every later step (docs/ARCHITECTURE.md, "On the metal backend").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${TT_MLIR_HOME:?set TT_MLIR_HOME to a tt-mlir build (bin/ttmlir-opt, bin/ttmlir-translate)}"

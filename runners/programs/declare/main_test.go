@@ -62,3 +62,37 @@ func TestDocsTableIsCurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(doc), table(), "regenerate the table with: go run ./runners/programs/declare")
 }
+
+// The Wan2.2 T2V set as scripts/compile-device-programs.sh checks it after compiling: the four
+// wan22-t2v-* files pass; an expert of the Galaxy set compiled for the T3K's mesh, or a VAE of
+// another frame count, is named.
+func TestCheckDirWan(t *testing.T) {
+	if err := ttnnfile.Available(ttnnfile.SDKDir()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skipf("%v; skipping", err)
+	}
+	names := []string{"wan22-t2v-text-encoder", "wan22-t2v-transformer", "wan22-t2v-transformer-2", "wan22-t2v-vae"}
+	dir := t.TempDir()
+	require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir, names, programs.Lookup, ttnnfile.Fixture{}))
+	require.Equal(t, 0, checkDir(dir, names))
+	for _, tc := range []struct {
+		name string
+		mod  func(*ttnn.ProgramSpec)
+		want string
+	}{
+		{"wan22-t2v-720p-transformer", func(s *ttnn.ProgramSpec) { s.Mesh = ttnn.MeshShape{Rows: 2, Cols: 4} }, "function forward: compiled for a 2x4 mesh, 4x8 declared"},
+		{"wan22-t2v-vae", func(s *ttnn.ProgramSpec) { s.Functions[0].Outputs[0].Shape[2] = 80 }, "output 0 (video): shape [1,3,80,480,832] in the file, [1,3,81,480,832] declared"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, ttnnfile.WriteDeclared(context.Background(), ttnnfile.SDKDir(), dir, []string{tc.name}, programs.Lookup,
+				ttnnfile.Fixture{Mod: func(_ string, s *ttnn.ProgramSpec) { tc.mod(s) }}))
+			spec, _ := programs.Lookup(tc.name)
+			err := checkFile(spec, programs.MetalPath(dir, tc.name))
+			require.ErrorContains(t, err, tc.want)
+			require.Equal(t, 1, checkDir(dir, []string{tc.name}))
+		})
+	}
+}
