@@ -32,7 +32,7 @@ sys.modules["torch_xla"].runtime = sys.modules["torch_xla.runtime"]
 sys.modules["torch_xla.core"].xla_model = sys.modules["torch_xla.core.xla_model"]
 from tt_model_runners.forge_runners.forge_runner import ForgeRunner
 from domain.image_search_response import ImageSearchResponse
-import tt_worker
+import tt_worker_cnn
 
 class YoloxLoader:
     def __init__(self, detections):
@@ -53,10 +53,10 @@ for line in sys.stdin:
     preds, label, prob = runner._postprocess_model_output(None, top_k=case["top_k"], min_confidence=case["min_confidence"])
     result = runner._format_response(preds, case["response_format"], label, prob)
     head = json.loads(ImageSearchResponse(image_data=[result]).model_dump_json())
-    wire = tt_worker.cnn_result(None, [result]) if case["response_format"] == "json" else None
+    wire = tt_worker_cnn.cnn_result(None, [result]) if case["response_format"] == "json" else None
     print(json.dumps({"head": head, "wire": wire}))`
 
-// wireCNN is the worker's carry of a CNN answer (tt_worker.cnn_result), as procrunner reads it.
+// wireCNN is the worker's carry of a CNN answer (tt_worker_cnn.cnn_result), as procrunner reads it.
 type wireCNN struct {
 	CNN struct {
 		Top []struct {
