@@ -46,7 +46,8 @@ type videoParams struct {
 }
 
 // videoRunner runs this replica's video jobs: it submits each to the video pool's scheduler,
-// records progress (in_progress only once a device takes it), encodes the MP4, thumbnail and
+// records progress (in_progress only once a device takes it; off the device's goroutine, see
+// jobs.Progress), encodes the MP4, thumbnail and
 // spritesheet, and completes or fails the job. A job cancelled or deleted elsewhere (another
 // replica) is noticed at its next progress update or heartbeat and stopped.
 type videoRunner struct {
@@ -148,40 +149,26 @@ func (v *videoRunner) shutdown() {
 	v.wg.Wait()
 }
 
-// errStopped: the job was cancelled or deleted while it ran.
-var errStopped = errors.New("job stopped")
-
 // run takes one job to its end and returns its final state.
 func (v *videoRunner) run(ctx context.Context, id string, req *runners.VideoRequest) jobs.State {
 	bg := context.WithoutCancel(ctx)
-	started := false
+	// The device's emit never waits on the store: progress.Set only records the newest
+	// percent and answers a write refused earlier (cancelled or deleted elsewhere) as
+	// jobs.ErrStopped; a local cancel stops the device through ctx at its next step.
+	progress := jobs.NewProgress(bg, v.store, id)
 	emit := func(c runners.Chunk) error {
 		p, ok := runners.ChunkAs[runners.VideoProgress](c)
 		if !ok {
 			return nil
 		}
-		if !started {
-			ok, err := v.store.Start(bg, id)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errStopped
-			}
-			started = true
-		}
-		if p.Done > 0 {
-			ok, err := v.store.SetProgress(bg, id, p.Done*99/max(p.Total, 1)) // 100 once the MP4 is stored
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errStopped
-			}
-		}
-		return nil
+		return progress.Set(p.Done * 99 / max(p.Total, 1)) // 100 once the MP4 is stored
 	}
 	res, err := v.submit(ctx, req, emit)
+	// Every start and progress write lands before the job's final state is written.
+	started, werr := progress.Flush()
+	if err == nil && werr != nil && !errors.Is(werr, jobs.ErrStopped) {
+		v.log.Warn("video job progress could not be stored", "job", id, "err", werr)
+	}
 	if err != nil {
 		return v.finishFailed(bg, id, err, ctx.Err() != nil)
 	}
@@ -192,7 +179,10 @@ func (v *videoRunner) run(ctx context.Context, id string, req *runners.VideoRequ
 	if clip.File != "" { // the runner's own MP4: adopted below, or removed on any other path
 		defer func() { _ = os.Remove(clip.File) }()
 	}
-	if !started { // a runner that tells no progress: the device has taken it all the same
+	if errors.Is(werr, jobs.ErrStopped) { // cancelled or deleted elsewhere during the last steps
+		return v.finishFailed(bg, id, werr, false)
+	}
+	if !started { // a runner that tells no progress (or whose start write failed): the device has taken it all the same
 		if ok, err := v.store.Start(bg, id); err != nil || !ok {
 			return v.state(bg, id)
 		}
@@ -293,7 +283,7 @@ func (v *videoRunner) writeStill(id, variant string, make func() ([]byte, error)
 // finishFailed ends a job whose scheduler submission failed: a cancelled job keeps its state
 // (cancelled, or gone when deleted); anything else fails it.
 func (v *videoRunner) finishFailed(ctx context.Context, id string, err error, cancelled bool) jobs.State {
-	if cancelled || errors.Is(err, errStopped) {
+	if cancelled || errors.Is(err, jobs.ErrStopped) {
 		if st := v.state(ctx, id); st.Terminal() || st == "" {
 			return st
 		}
