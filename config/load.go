@@ -308,9 +308,11 @@ func fromRaw(r *rawEnv, mock bool) *Settings {
 }
 
 // applyPreset validates MODEL and DEVICE and, when both are set, applies their ModelConfigs
-// cell (overriding explicit values, as Python does). It reports whether a cell was applied and
-// marks DEVICE_IDS as set by it. The cell's request timeout is the exception: a deadline set
-// in the environment (lookup) wins over it, as over every key of HEAD's cells.
+// cell. As HEAD's Settings._set_config_overrides does ("env vars take precedence"), a cell's
+// key that is set in the environment (lookup) keeps the environment's value: DEVICE_MESH_SHAPE,
+// IS_GALAXY, DEVICE_IDS, MAX_BATCH_SIZE and the request timeout; MODEL_RUNNER and
+// MODEL_WEIGHTS_PATH are the cell's model's, always (HEAD sets them outside the cell). It
+// reports whether a cell was applied and marks DEVICE_IDS as set.
 func applyPreset(s *Settings, raw *rawEnv, lookup func(string) (string, bool)) (bool, error) {
 	var model catalogue.Model
 	var name catalogue.ModelName
@@ -335,10 +337,17 @@ func applyPreset(s *Settings, raw *rawEnv, lookup func(string) (string, bool)) (
 	if name.Weights != "" {
 		s.ModelWeightsPath = name.Weights
 	}
-	s.DeviceMeshShape = MeshShape{Rows: p.Mesh[0], Cols: p.Mesh[1]}
-	s.IsGalaxy = p.IsGalaxy
-	raw.DeviceIDs = optString{v: envString(p.DeviceIDs), set: true}
-	if p.MaxBatchSize > 0 {
+	inEnv := func(key string) bool { _, ok := lookup(key); return ok }
+	if !inEnv("DEVICE_MESH_SHAPE") {
+		s.DeviceMeshShape = MeshShape{Rows: p.Mesh[0], Cols: p.Mesh[1]}
+	}
+	if !inEnv("IS_GALAXY") {
+		s.IsGalaxy = p.IsGalaxy
+	}
+	if !inEnv("DEVICE_IDS") {
+		raw.DeviceIDs = optString{v: envString(p.DeviceIDs), set: true}
+	}
+	if p.MaxBatchSize > 0 && !inEnv("MAX_BATCH_SIZE") {
 		s.MaxBatchSize = p.MaxBatchSize
 	}
 	applyPresetTimeout(s, model.Service, p.RequestTimeout, lookup)

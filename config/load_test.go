@@ -314,12 +314,12 @@ func TestPresets(t *testing.T) {
 	require.Len(t, covered, cells, "every ModelConfigs cell has a row")
 	for _, tt := range tests {
 		t.Run(tt.model+"@"+tt.device, func(t *testing.T) {
-			// Explicit values the preset must override, as in Python (observed there with
-			// DEVICE_IDS=(5) and MAX_BATCH_SIZE=4).
+			// MODEL_RUNNER and MODEL_WEIGHTS_PATH are the cell's model's even when set (HEAD
+			// sets them outside the cell); the cell's own keys are unset here, so the cell's
+			// values apply (TestPresetYieldsToTheEnvironment: set ones win, as at HEAD).
 			e := env{
 				"MODEL": tt.model, "DEVICE": tt.device,
-				"MODEL_RUNNER": "tt-yolov4", "DEVICE_IDS": "(5)", "MAX_BATCH_SIZE": "4",
-				"DEVICE_MESH_SHAPE": "[3,3]", "IS_GALAXY": "true", "MODEL_WEIGHTS_PATH": "/mine",
+				"MODEL_RUNNER": "tt-yolov4", "MODEL_WEIGHTS_PATH": "/mine",
 			}
 			s := load(t, e, false)
 			require.Equal(t, tt.runner, s.ModelRunner)
@@ -330,7 +330,7 @@ func TestPresets(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, wantGroups, s.DeviceGroups)
 			if tt.batch == 0 {
-				require.Equal(t, 4, s.MaxBatchSize)
+				require.Equal(t, 1, s.MaxBatchSize, "MAX_BATCH_SIZE's default")
 			} else {
 				require.Equal(t, tt.batch, s.MaxBatchSize)
 			}
@@ -342,6 +342,41 @@ func TestPresets(t *testing.T) {
 			svc, err := ServiceForRunner(tt.runner)
 			require.NoError(t, err)
 			require.Equal(t, svc, s.ModelService)
+		})
+	}
+}
+
+// TestPresetYieldsToTheEnvironment: a ModelConfigs key set in the environment keeps its value,
+// as HEAD's Settings._set_config_overrides does ("env vars take precedence"); the keys left unset
+// take the cell's.
+func TestPresetYieldsToTheEnvironment(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       env
+		mesh      MeshShape
+		galaxy    bool
+		ids       string
+		batch     int
+		runner    string
+		weightsOf string
+	}{
+		{"every cell key set", env{"MODEL": "openai-whisper-large-v3", "DEVICE": "galaxy", "DEVICE_IDS": "(4),(5)",
+			"MAX_BATCH_SIZE": "4", "DEVICE_MESH_SHAPE": "(1,1)", "IS_GALAXY": "false", "MODEL_RUNNER": "tt-yolov4"},
+			MeshShape{1, 1}, false, "(4),(5)", 4, "tt-whisper", "openai/whisper-large-v3"},
+		{"only DEVICE_IDS set", env{"MODEL": "openai-whisper-large-v3", "DEVICE": "galaxy", "DEVICE_IDS": "(7)"},
+			MeshShape{1, 1}, true, "(7)", 2, "tt-whisper", "openai/whisper-large-v3"},
+		{"only MAX_BATCH_SIZE set", env{"MODEL": "openai-whisper-large-v3", "DEVICE": "n150", "MAX_BATCH_SIZE": "3"},
+			MeshShape{1, 1}, false, "(0)", 3, "tt-whisper", "openai/whisper-large-v3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := load(t, tt.env, false)
+			require.Equal(t, tt.mesh, s.DeviceMeshShape)
+			require.Equal(t, tt.galaxy, s.IsGalaxy)
+			require.Equal(t, tt.ids, s.DeviceIDs)
+			require.Equal(t, tt.batch, s.MaxBatchSize)
+			require.Equal(t, tt.runner, s.ModelRunner, "MODEL_RUNNER is the cell's model's, as at HEAD")
+			require.Equal(t, tt.weightsOf, s.ModelWeightsPath)
 		})
 	}
 }
