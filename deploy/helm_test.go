@@ -184,7 +184,9 @@ func TestHelmTemplate(t *testing.T) {
 				require.Equal(t, "stable-diffusion-3.5-large", r.configMap.Data["MODEL"])
 				require.Equal(t, "galaxy", r.configMap.Data["DEVICE"])
 				require.Equal(t, "true", r.configMap.Data["SD_3_5_FAST"])
-				require.NotContains(t, r.configMap.Data, "DEVICE_IDS")
+				for _, key := range []string{"DEVICE_IDS", "IS_GALAXY", "MAX_BATCH_SIZE"} {
+					require.NotContains(t, r.configMap.Data, key, "the preset sets it; the server lets the environment win")
+				}
 			},
 		},
 		{
