@@ -335,7 +335,11 @@ func (w *worker) runBatch(ctx context.Context, r runners.Runner, batch []*job) (
 			outcome = "cancelled"
 		case o.Err != nil:
 			outcome = "error"
-			if !errors.Is(o.Err, runners.ErrBadRequest) {
+			// error_count: a job that failed on a live worker counts once; a bad request
+			// (4xx) does not, nor does a job the crash took down (the crash counts once, in
+			// loop, however many jobs it took), nor a canary probe's miss (HEAD keeps probe
+			// misses out of error_count: device_worker._run_canary_probe).
+			if !errors.Is(o.Err, runners.ErrBadRequest) && !errors.Is(o.Err, runners.ErrDeviceLost) && !j.probe {
 				w.mu.Lock()
 				w.errorCount++
 				w.mu.Unlock()
