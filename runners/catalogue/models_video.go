@@ -30,6 +30,43 @@ const (
 	Wan22GuidedStepGalaxy = 11.0
 )
 
+// WanSampling is how HEAD's device code (tt-metal's WanPipeline, which HEAD's TTWan22Runner and
+// TTWan22I2VRunner build; models/tt_dit/pipelines/wan/pipeline_wan.py) samples a Wan2.2 A14B
+// model; runners/wan/t2v and runners/wan/i2v build their configurations from it.
+type WanSampling struct {
+	// FlowShift is the UniPC flow_shift WanPipeline.__init__ loads the scheduler with
+	// (UniPCMultistepScheduler.from_pretrained(..., flow_shift=12.0)), replacing the
+	// checkpoint's scheduler_config.json value.
+	FlowShift float64
+	// BoundaryRatio is WanPipelineConfig.default's boundary_ratio: the high-noise expert for
+	// timesteps >= BoundaryRatio*1000.
+	BoundaryRatio float64
+	// Guidance and Guidance2 are the high- and low-noise experts' guidance scales HEAD's
+	// _wan22_pipeline_args passes (dit_runners.py guidance_scale, guidance_scale_2).
+	Guidance, Guidance2 float64
+	// TwoStepLowNoise: a 2-step run's second step runs the low-noise expert whatever its
+	// timestep (WanPipeline.__call__'s warmup_t2 = i == 1 and len(timesteps) == 2).
+	TwoStepLowNoise bool
+	// DefaultNegativePrompt is encoded when a request has no negative prompt:
+	// WanPipeline.DEFAULT_NEGATIVE_PROMPT (Wan's own sample_neg_prompt), since HEAD passes
+	// negative_prompts only when the request's negative_prompt is non-empty.
+	DefaultNegativePrompt string
+}
+
+// Wan22Sampling is HEAD's sampling of Wan2.2-T2V-A14B and Wan2.2-I2V-A14B alike: WanPipelineI2V
+// inherits WanPipeline's scheduler and WanPipelineConfig.default, and HEAD's I2V runner
+// overrides neither.
+var Wan22Sampling = WanSampling{
+	FlowShift:       12.0,
+	BoundaryRatio:   0.875,
+	Guidance:        4.0,
+	Guidance2:       3.0,
+	TwoStepLowNoise: true,
+	DefaultNegativePrompt: "色调艳丽，过曝，静态，细节模糊不清，字幕，风格，作品，画作，画面，静止，整体发灰，最差质量，低质量，" +
+		"JPEG压缩残留，丑陋的，残缺的，多余的手指，画得不好的手部，画得不好的脸部，畸形的，毁容的，形态畸形的肢体，手指融合，" +
+		"静止不动的画面，杂乱的背景，三条腿，背景人很多，倒着走",
+}
+
 // dit is HEAD's tt-dit runner module.
 const dit = "tt_model_runners.dit_runners."
 

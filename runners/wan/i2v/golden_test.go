@@ -200,9 +200,12 @@ func TestPipelineGolden(t *testing.T) {
 			require.Equal(t, r.VideoShape, []int{1, 3, sh.Frames, sh.Height, sh.Width})
 			dev := &standIn{spec: t2v.Spec{Shape: sh, TextLen: tok.MaxLen(), TextDim: 4}, k: g.StandIn.K, b: g.StandIn.B,
 				cond: r.PromptState, neg: r.NegState}
+			// The goldens are diffusers' WanImageToVideoPipeline at the I2V checkpoint's own
+			// configuration (shift and boundary as recorded; no 2-step rule; an absent
+			// negative prompt is ""), not HEAD's device defaults (Wan22Config).
 			cfg := Wan22Config()
-			require.Equal(t, r.Shift, cfg.Sampler.FlowShift)
-			require.Equal(t, r.Boundary, cfg.Guidance.BoundaryRatio)
+			cfg.Sampler.FlowShift, cfg.Guidance.BoundaryRatio = r.Shift, r.Boundary
+			cfg.TwoStepLowNoise, cfg.DefaultNegativePrompt = false, ""
 			p, err := New(dev, tok, cfg)
 			require.NoError(t, err)
 			images := []Image{{Image: loadPNG(t, r.Image), FramePos: 0}}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tenstorrent/tt-media-server-go/runners/wan/sampler"
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/t2v"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
 )
@@ -19,14 +19,12 @@ type Device interface {
 	EncodeVideo(ctx context.Context, video []float32) ([]float32, error)
 }
 
-// Wan22Config is Wan2.2-I2V-A14B as HEAD runs it: UniPC with flow_shift 5.0 (the I2V
-// checkpoint's sample_shift; runners/wan/sampler's solver otherwise as for T2V), boundary_ratio
-// 0.9 (the I2V model_index.json), guidance 4.0 for the high-noise expert and 3.0 for the
-// low-noise one (HEAD's _wan22_pipeline_args, shared by its T2V and I2V runners).
+// Wan22Config is Wan2.2-I2V-A14B as HEAD's device code runs it: tt-metal's WanPipelineI2V
+// inherits WanPipeline's sampling, so it is T2V's (catalogue.Wan22Sampling: flow_shift 12.0,
+// boundary_ratio 0.875, guidance 4.0/3.0, the 2-step rule, Wan's default negative prompt) —
+// not the I2V checkpoint's diffusers configuration (sample_shift 5.0, boundary_ratio 0.9).
 func Wan22Config() t2v.Config {
-	s := sampler.Wan22T2V()
-	s.FlowShift = 5
-	return t2v.Config{Sampler: s, Guidance: t2v.Guidance{Scale: 4, Scale2: 3, BoundaryRatio: 0.9}}
+	return t2v.SamplingConfig(catalogue.Wan22Sampling)
 }
 
 // Request is one image-to-video request.

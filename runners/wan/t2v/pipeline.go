@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/diffusion/latents"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/sampler"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
@@ -40,13 +41,29 @@ type Config struct {
 	Guidance Guidance
 	// Kernel is torch's normal-fill kernel the seeded latents reproduce.
 	Kernel latents.Kernel
+	// TwoStepLowNoise runs a 2-step generation's second step on the low-noise expert (with
+	// Scale2) whatever its timestep, as tt-metal's WanPipeline does to warm both experts up.
+	TwoStepLowNoise bool
+	// DefaultNegativePrompt is encoded for the unconditional prediction when a request's
+	// NegativePrompt is empty ("" keeps diffusers' behaviour: the empty prompt).
+	DefaultNegativePrompt string
 }
 
-// Wan22Config is Wan2.2-T2V-A14B as HEAD runs it: UniPC (runners/wan/sampler's Wan22T2V),
-// boundary_ratio 0.875 (model_index.json), guidance 4.0 for the high-noise expert and 3.0 for
-// the low-noise one (HEAD's _wan22_pipeline_args).
+// Wan22Config is Wan2.2-T2V-A14B as HEAD's device code runs it (catalogue.Wan22Sampling):
+// UniPC (runners/wan/sampler's Wan22T2V, the checkpoint's scheduler) with tt-metal's
+// flow_shift 12.0, boundary_ratio 0.875, guidance 4.0 for the high-noise expert and 3.0 for
+// the low-noise one, a 2-step run's second step on the low-noise expert, and Wan's default
+// negative prompt when the request has none.
 func Wan22Config() Config {
-	return Config{Sampler: sampler.Wan22T2V(), Guidance: Guidance{Scale: 4, Scale2: 3, BoundaryRatio: 0.875}}
+	return SamplingConfig(catalogue.Wan22Sampling)
+}
+
+// SamplingConfig is the pipeline configuration of a model HEAD samples as w.
+func SamplingConfig(w catalogue.WanSampling) Config {
+	s := sampler.Wan22T2V()
+	s.FlowShift = w.FlowShift
+	return Config{Sampler: s, Guidance: Guidance{Scale: w.Guidance, Scale2: w.Guidance2, BoundaryRatio: w.BoundaryRatio},
+		TwoStepLowNoise: w.TwoStepLowNoise, DefaultNegativePrompt: w.DefaultNegativePrompt}
 }
 
 // Request is one text-to-video request.
@@ -92,8 +109,8 @@ func New(dev Device, tok *umt5.Tokenizer, cfg Config) (*Pipeline, error) {
 // Shape is the clip the device renders.
 func (p *Pipeline) Shape() Shape { return p.dev.Spec().Shape }
 
-// Generate renders one clip: the prompt (and, with guidance above 1, the negative prompt)
-// encoded once each with the states past seq_len zeroed; seeded latents; per step the expert
+// Generate renders one clip: the prompt (and, with guidance above 1, the negative prompt or
+// the configuration's default) encoded once each with the states past seq_len zeroed; seeded latents; per step the expert
 // and scale picked by timestep, the conditional and unconditional predictions combined, one
 // UniPC step; then un-normalisation and the VAE. It returns the RGB24 frames.
 func (p *Pipeline) Generate(ctx context.Context, req Request, hooks Hooks) ([][]byte, error) {
@@ -116,7 +133,11 @@ func (p *Pipeline) Generate(ctx context.Context, req Request, hooks Hooks) ([][]
 	}
 	var uncond []float32
 	if cfgOn {
-		if uncond, err = p.encode(ctx, req.NegativePrompt, spec); err != nil {
+		neg := req.NegativePrompt
+		if neg == "" {
+			neg = p.cfg.DefaultNegativePrompt // HEAD passes negative_prompts only when non-empty
+		}
+		if uncond, err = p.encode(ctx, neg, spec); err != nil {
 			return nil, err
 		}
 	}
@@ -140,6 +161,9 @@ func (p *Pipeline) Generate(ctx context.Context, req Request, hooks Hooks) ([][]
 			return nil, fmt.Errorf("wan2.2: cancelled before step %d of %d: %w", i+1, sched.Len(), err)
 		}
 		expert, scale := g.Pick(t, p.cfg.Sampler.NumTrainTimesteps)
+		if p.cfg.TwoStepLowNoise && i == 1 && sched.Len() == 2 {
+			expert, scale = LowNoise, g.Scale2 // warmup_t2: the low-noise expert is warmed up too
+		}
 		if req.Condition != nil {
 			copy(in, x)
 		} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenstorrent/tt-media-server-go/runners/catalogue"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/umt5"
 	"github.com/tenstorrent/tt-media-server-go/runners/wan/wangolden"
 )
@@ -155,4 +156,64 @@ func TestToFrames(t *testing.T) {
 	require.Equal(t, [][]byte{{0, 0, 191, 255, 255, 191}, {128, 128, 191, 255, 0, 191}}, f)
 	_, err = ToFrames(v, 3, 1, 2)
 	require.ErrorContains(t, err, "12 values")
+}
+
+// idsDevice records the ids of every Encode call.
+type idsDevice struct {
+	*SimDevice
+	ids [][]int
+}
+
+func (d *idsDevice) Encode(ctx context.Context, ids, mask []int) ([]float32, error) {
+	d.ids = append(d.ids, append([]int(nil), ids...))
+	return d.SimDevice.Encode(ctx, ids, mask)
+}
+
+// TestHEADSampling: Wan22Config samples as tt-metal's WanPipeline, which HEAD's runners build
+// (catalogue.Wan22Sampling): flow_shift 12 (2 steps: t 999 and 923, both >= 875), a 2-step
+// run's second step on the low-noise expert (warmup_t2) but not a 3-step run's, and Wan's
+// default negative prompt encoded when the request has none (HEAD passes negative_prompts only
+// when non-empty); a request's own negative prompt is encoded as sent. Without the rule and
+// the default (diffusers' behaviour) a 2-step run stays on the high-noise expert and "" is
+// encoded.
+func TestHEADSampling(t *testing.T) {
+	tok := testTokenizer(t)
+	def := Wan22Config()
+	diffusers := def
+	diffusers.TwoStepLowNoise, diffusers.DefaultNegativePrompt = false, ""
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		steps     int
+		negative  string
+		timesteps []int64
+		experts   []int
+		encoded   string
+	}{
+		{"2 steps", def, 2, "", []int64{999, 923}, []int{HighNoise, HighNoise, LowNoise, LowNoise}, catalogue.Wan22Sampling.DefaultNegativePrompt},
+		{"2 steps, own negative prompt", def, 2, "blurry", []int64{999, 923}, []int{HighNoise, HighNoise, LowNoise, LowNoise}, "blurry"},
+		{"3 steps", def, 3, "", []int64{999, 960, 857},
+			[]int{HighNoise, HighNoise, HighNoise, HighNoise, LowNoise, LowNoise}, catalogue.Wan22Sampling.DefaultNegativePrompt},
+		{"2 steps, diffusers", diffusers, 2, "", []int64{999, 923}, []int{HighNoise, HighNoise, HighNoise, HighNoise}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sh, err := ShapeFor(17, 64, 48)
+			require.NoError(t, err)
+			d := &idsDevice{SimDevice: NewSimDevice(Spec{Shape: sh, TextLen: umt5.MaxLength, TextDim: 8}, SimLatency{})}
+			p, err := New(d, tok, tc.cfg)
+			require.NoError(t, err)
+			_, err = p.Generate(context.Background(), Request{Prompt: "a cat", NegativePrompt: tc.negative, Steps: tc.steps, Seed: 1}, Hooks{})
+			require.NoError(t, err)
+			st := d.Stats()
+			var ts []int64
+			for _, x := range tc.timesteps {
+				ts = append(ts, x, x)
+			}
+			require.Equal(t, ts, st.Timesteps)
+			require.Equal(t, tc.experts, st.Experts)
+			require.Len(t, d.ids, 2)
+			require.Equal(t, tok.Encode(tc.encoded).IDs, d.ids[1], "the negative prompt encoded")
+			require.NotEqual(t, tok.Encode("").IDs, tok.Encode(catalogue.Wan22Sampling.DefaultNegativePrompt).IDs)
+		})
+	}
 }
